@@ -1,0 +1,3 @@
+"""fpgagen: a compiler from sparse neural networks to FPGA accelerators."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,128 @@
+"""The Sparse DNN Graph Challenge file layout, read and written.
+
+Files are tab-separated triples `row col value` with 1-based indices:
+  n{N}-l{k}.tsv                   layer k's weights W_k (N x N), row = input neuron, col = output
+  sparse-images-{N}.tsv           input images, row = image, col = neuron
+  neuron{N}-l{L}-categories.tsv   1-based indices of the images still active after layer L
+The layer files may sit in the folder itself or in a `neuron{N}` subfolder (the official layout).
+Inference is Y = min(max(Y W + b, 0), 32) with one bias per network size.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import FpgagenError
+from ..ir import Activation, Layer, Model, sparse_weights
+
+OFFICIAL_BIAS = {1024: -0.3, 4096: -0.35, 16384: -0.4, 65536: -0.45}
+CLIP = 32.0
+_LAYER_FILE = re.compile(r"^n(\d+)-l(\d+)\.tsv$")
+
+
+def default_bias(neurons: int) -> float:
+    """The official bias; other sizes follow the same rule, -0.3 - 0.05 * log4(N / 1024)."""
+    if neurons in OFFICIAL_BIAS:
+        return OFFICIAL_BIAS[neurons]
+    return -0.3 - 0.05 * math.log(neurons / 1024, 4)
+
+
+def layer_files(folder: Path) -> tuple[int, list[Path]]:
+    """The network size N and its layer files in order, from `folder` or `folder/neuron{N}`."""
+    folder = Path(folder)
+    candidates = [folder, *sorted(p for p in folder.glob("neuron*") if p.is_dir())]
+    for place in candidates:
+        found = {}
+        for path in place.glob("n*-l*.tsv"):
+            match = _LAYER_FILE.match(path.name)
+            if match:
+                found.setdefault(int(match[1]), {})[int(match[2])] = path
+        if not found:
+            continue
+        if len(found) > 1:
+            sizes = ", ".join(map(str, sorted(found)))
+            raise FpgagenError(f"{place}: layer files of several network sizes ({sizes}); keep one per folder")
+        neurons, by_index = next(iter(found.items()))
+        count = len(by_index)
+        missing = sorted(set(range(1, count + 1)) - set(by_index))
+        if missing:
+            raise FpgagenError(f"{place}: layer file n{neurons}-l{missing[0]}.tsv is missing (layers must run 1..L)")
+        return neurons, [by_index[k] for k in range(1, count + 1)]
+    raise FpgagenError(f"{folder}: no Graph Challenge layer files (n{{N}}-l{{k}}.tsv) found")
+
+
+def read_triples(path: Path, shape: tuple[int, int]) -> sp.coo_array:
+    """A TSV of 1-based `row col value` triples as a sparse matrix, checked against `shape`."""
+    try:
+        table = np.loadtxt(path, dtype=np.float64, ndmin=2)
+    except (OSError, ValueError) as exc:
+        raise FpgagenError(f"{path}: not a table of 'row col value' numbers ({exc})") from None
+    if table.size == 0:
+        return sp.coo_array(shape)
+    if table.shape[1] != 3:
+        raise FpgagenError(f"{path}: expected 3 columns (row, col, value), found {table.shape[1]}")
+    rows, cols = table[:, 0], table[:, 1]
+    for name, index, limit in (("row", rows, shape[0]), ("column", cols, shape[1])):
+        bad = np.flatnonzero((index < 1) | (index > limit) | (index != np.floor(index)))
+        if bad.size:
+            raise FpgagenError(
+                f"{path}: line {bad[0] + 1} has {name} {index[bad[0]]:g}, outside 1..{limit}"
+            )
+    return sp.coo_array((table[:, 2], (rows.astype(np.int64) - 1, cols.astype(np.int64) - 1)), shape=shape)
+
+
+def read_graphchallenge(folder: Path, layers: int | None = None, bias: float | None = None) -> Model:
+    """A Graph Challenge network from its TSV layer files (the first `layers` of them if given)."""
+    neurons, files = layer_files(folder)
+    if layers is not None:
+        if not 1 <= layers <= len(files):
+            raise FpgagenError(f"{folder}: asked for {layers} layers, the network has {len(files)}")
+        files = files[:layers]
+    bias_value = default_bias(neurons) if bias is None else bias
+    chain = []
+    for index, path in enumerate(files):
+        weights = sparse_weights(read_triples(path, (neurons, neurons)))
+        chain.append(
+            Layer(
+                name=f"l{index + 1}",
+                origin=path.name,
+                weights=weights,
+                bias=np.full(neurons, bias_value),
+                activation=Activation(0.0, CLIP),
+            )
+        )
+    return Model(
+        name=f"graphchallenge_n{neurons}_l{len(files)}",
+        layers=tuple(chain),
+        input_name="images",
+        output_name="categories_score",
+        input_shape=(neurons,),
+    )
+
+
+def write_triples(path: Path, matrix: sp.sparray | sp.spmatrix, value_format: str = "%.17g") -> None:
+    """Write the nonzeros of `matrix` as 1-based `row col value` lines, sorted by row then column."""
+    coo = sp.coo_array(matrix)
+    order = np.lexsort((coo.col, coo.row))
+    table = np.column_stack([coo.row[order] + 1, coo.col[order] + 1, coo.data[order]])
+    np.savetxt(path, table, fmt=["%d", "%d", value_format], delimiter="\t")
+
+
+def read_categories(path: Path) -> np.ndarray:
+    """The 1-based image indices of a categories file, as a sorted array."""
+    try:
+        values = np.loadtxt(path, dtype=np.int64, ndmin=1)
+    except (OSError, ValueError) as exc:
+        raise FpgagenError(f"{path}: not a list of image indices ({exc})") from None
+    return np.sort(values)
+
+
+def categories(final_outputs: sp.sparray | np.ndarray) -> np.ndarray:
+    """The Graph Challenge truth rule: 1-based indices of rows whose sum is nonzero."""
+    sums = np.asarray(final_outputs.sum(axis=1)).reshape(-1)
+    return np.flatnonzero(sums != 0) + 1

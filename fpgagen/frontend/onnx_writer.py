@@ -1,0 +1,94 @@
+"""Write the IR back as a plain ONNX chain (Flatten, MatMul, Add, Relu/Clip) that any runtime runs.
+
+Large sparse models (a Graph Challenge network is mostly zeros) are written with ONNX sparse
+initializers, which onnxruntime densifies on load and fpgagen reads without densifying; small
+ones with ordinary dense initializers, which every tool understands.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from ..atomic import atomic_file
+from ..ir import Layer, Model
+
+OPSET = 17
+SPARSE_WHEN_DENSE_BYTES_EXCEED = 64 << 20
+
+
+def model_proto(model: Model, sparse: bool | None = None) -> onnx.ModelProto:
+    """The ONNX form of `model`; `sparse=None` picks sparse initializers for large sparse weights."""
+    if sparse is None:
+        dense_bytes = sum(layer.in_features * layer.out_features * 4 for layer in model.layers)
+        sparse = dense_bytes > SPARSE_WHEN_DENSE_BYTES_EXCEED
+    nodes, dense, sparse_inits = [], [], []
+    current = model.input_name
+    if len(model.input_shape) > 1:
+        nodes.append(helper.make_node("Flatten", [current], ["flat"], name="flatten", axis=1))
+        current = "flat"
+    for index, layer in enumerate(model.layers):
+        current = _layer_nodes(layer, current, nodes, dense, sparse_inits, sparse)
+    nodes[-1].output[0] = model.output_name
+    batch = "batch"
+    graph = helper.make_graph(
+        nodes,
+        model.name,
+        [helper.make_tensor_value_info(model.input_name, TensorProto.FLOAT, [batch, *model.input_shape])],
+        [helper.make_tensor_value_info(model.output_name, TensorProto.FLOAT, [batch, model.out_features])],
+        initializer=dense,
+        sparse_initializer=sparse_inits,
+    )
+    opsets = [helper.make_opsetid("", OPSET)]
+    return helper.make_model(
+        graph,
+        opset_imports=opsets,
+        ir_version=helper.find_min_ir_version_for(opsets),
+        producer_name="fpgagen",
+    )
+
+
+def write_onnx(model: Model, path: Path, sparse: bool | None = None) -> None:
+    """Write `model` to `path` (atomically) and check it with onnx.checker."""
+    proto = model_proto(model, sparse)
+    onnx.checker.check_model(proto)
+    with atomic_file(Path(path)) as work:
+        onnx.save(proto, str(work))
+
+
+def _layer_nodes(layer: Layer, current: str, nodes: list, dense: list, sparse_inits: list, sparse: bool) -> str:
+    prefix = layer.name
+    weight_name = f"{prefix}_W"
+    if sparse:
+        coo = layer.weights.tocoo()
+        values = numpy_helper.from_array(coo.data.astype(np.float32), weight_name)
+        positions = coo.row.astype(np.int64) * layer.out_features + coo.col.astype(np.int64)
+        indices = numpy_helper.from_array(positions, f"{weight_name}_indices")
+        sparse_inits.append(helper.make_sparse_tensor(values, indices, list(layer.weights.shape)))
+    else:
+        dense.append(numpy_helper.from_array(layer.weights.toarray().astype(np.float32), weight_name))
+    nodes.append(helper.make_node("MatMul", [current, weight_name], [f"{prefix}_mm"], name=prefix))
+    current = f"{prefix}_mm"
+    if np.any(layer.bias != 0.0):
+        dense.append(numpy_helper.from_array(layer.bias.astype(np.float32), f"{prefix}_b"))
+        nodes.append(helper.make_node("Add", [current, f"{prefix}_b"], [f"{prefix}_z"], name=f"{prefix}_bias"))
+        current = f"{prefix}_z"
+    act = layer.activation
+    if act.kind == "relu":
+        nodes.append(helper.make_node("Relu", [current], [f"{prefix}_y"], name=f"{prefix}_relu"))
+        current = f"{prefix}_y"
+    elif act.kind == "clip":
+        bounds = []
+        for bound, name in ((act.lo, f"{prefix}_lo"), (act.hi, f"{prefix}_hi")):
+            if math.isinf(bound):
+                bounds.append("")
+            else:
+                dense.append(numpy_helper.from_array(np.array(bound, dtype=np.float32), name))
+                bounds.append(name)
+        nodes.append(helper.make_node("Clip", [current, *bounds], [f"{prefix}_y"], name=f"{prefix}_clip"))
+        current = f"{prefix}_y"
+    return current

@@ -1,0 +1,137 @@
+"""fpgagen's intermediate representation: a model is a chain of sparse fully connected layers.
+
+Every stage after the front end reads and returns these objects; a pass returns a new model
+(`dataclasses.replace`) and never mutates the one it was given. Weights are oriented so that a
+batch of inputs as rows computes `Y = X @ W + b` (the Graph Challenge convention), which makes a
+row of W the fan-out of one input activation: the unit of work a zero activation lets us skip.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from .numerics import FixedFormat, Precision
+
+
+@dataclass(frozen=True)
+class Activation:
+    """The clamp applied after the bias: min(max(z, lo), hi). ReLU is (0, inf), none is (-inf, inf)."""
+
+    lo: float = -math.inf
+    hi: float = math.inf
+
+    def then(self, outer: Activation) -> Activation:
+        """The single clamp equal to applying `self` and then `outer`."""
+
+        def clamp(v: float) -> float:
+            return min(max(v, outer.lo), outer.hi)
+
+        return Activation(clamp(self.lo), clamp(self.hi))
+
+    def apply(self, z: np.ndarray) -> np.ndarray:
+        return np.clip(z, self.lo, self.hi)
+
+    @property
+    def kind(self) -> str:
+        if self.lo == -math.inf and self.hi == math.inf:
+            return "none"
+        if self.lo == 0.0 and self.hi == math.inf:
+            return "relu"
+        return "clip"
+
+    def __str__(self) -> str:
+        return self.kind if self.kind != "clip" else f"clip({self.lo:g}, {self.hi:g})"
+
+
+@dataclass(frozen=True, eq=False)
+class LayerNumerics:
+    """How one layer computes in fixed point (set by the quantize pass, see docs/numerics.md)."""
+
+    input_format: FixedFormat
+    weight_format: FixedFormat
+    output_format: FixedFormat
+    weights_q: sp.csr_array  # same sparsity structure as Layer.weights, integer values
+    bias_q: np.ndarray  # in the accumulator's scale: input_format.frac + weight_format.frac
+    acc_bits: int  # no sum of this layer can overflow a register this wide
+    lo_q: int
+    hi_q: int
+
+    @property
+    def acc_frac(self) -> int:
+        return self.input_format.frac + self.weight_format.frac
+
+    @property
+    def shift(self) -> int:
+        return self.acc_frac - self.output_format.frac
+
+
+@dataclass(frozen=True, eq=False)
+class Layer:
+    """One fully connected layer: y = activation(x @ weights + bias)."""
+
+    name: str  # a C++/Verilog-safe identifier, unique in the model
+    origin: str  # the model's own node names, for messages and reports only
+    weights: sp.csr_array  # (in_features, out_features), float64, explicit zeros removed
+    bias: np.ndarray  # (out_features,), float64
+    activation: Activation = field(default_factory=Activation)
+    numerics: LayerNumerics | None = None
+
+    @property
+    def in_features(self) -> int:
+        return self.weights.shape[0]
+
+    @property
+    def out_features(self) -> int:
+        return self.weights.shape[1]
+
+    @property
+    def nnz(self) -> int:
+        return self.weights.nnz
+
+    @property
+    def density(self) -> float:
+        return self.nnz / (self.in_features * self.out_features)
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """A chain of layers, with what the outside world sees of its input and output."""
+
+    name: str  # a C++/Verilog-safe identifier
+    layers: tuple[Layer, ...]
+    input_name: str
+    output_name: str
+    input_shape: tuple[int, ...]  # one sample's shape as the model receives it (flattened row-major)
+    precision: Precision | None = None  # None until quantized
+    input_format: FixedFormat | None = None
+
+    @property
+    def in_features(self) -> int:
+        return self.layers[0].in_features
+
+    @property
+    def out_features(self) -> int:
+        return self.layers[-1].out_features
+
+    @property
+    def nnz(self) -> int:
+        return sum(layer.nnz for layer in self.layers)
+
+    @property
+    def quantized(self) -> bool:
+        return self.precision is not None
+
+    def with_layers(self, layers: list[Layer] | tuple[Layer, ...]) -> Model:
+        return replace(self, layers=tuple(layers))
+
+
+def sparse_weights(matrix: np.ndarray | sp.sparray | sp.spmatrix) -> sp.csr_array:
+    """The canonical weight container: CSR, float64, sorted indices, no stored zeros."""
+    csr = sp.csr_array(matrix, dtype=np.float64)
+    csr.eliminate_zeros()
+    csr.sort_indices()
+    return csr

@@ -1,0 +1,1 @@
+"""Transformations of the IR: each returns a new model."""

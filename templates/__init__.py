@@ -1,0 +1,1 @@
+"""jinja2 templates of the HLS C++ and Verilog back ends (shipped inside the package)."""
