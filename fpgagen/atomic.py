@@ -14,12 +14,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_directory(target: Path) -> Iterator[Path]:
     """Yield an empty folder that replaces `target` (if any) when the block ends without error."""
     target = Path(target)
     created = _make_parents(target.parent)
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+    work.chmod(0o777 & ~_umask())  # mkdtemp makes private folders; outputs get the usual mode
     try:
         yield work
     except BaseException:
@@ -43,6 +50,7 @@ def atomic_file(target: Path) -> Iterator[Path]:
     handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
     os.close(handle)
     work = Path(name)
+    work.chmod(0o666 & ~_umask())  # mkstemp makes private files; outputs get the usual mode
     try:
         yield work
     except BaseException:

@@ -69,6 +69,48 @@ class LayerNumerics:
         return self.acc_frac - self.output_format.frac
 
 
+DATAFLOW, SEQUENTIAL = "dataflow", "sequential"
+BRAM, URAM, OFFCHIP = "bram", "uram", "offchip"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One engine of a design (docs/engine.md): a dataflow layer, or a run of sequential layers."""
+
+    mode: str  # DATAFLOW (one layer, weights on chip) or SEQUENTIAL (consecutive layers, off chip)
+    layers: tuple[int, ...]  # indices into Model.layers, consecutive
+    pes: int
+    weight_memory: str  # BRAM or URAM for dataflow stages, OFFCHIP for sequential ones
+
+
+@dataclass(frozen=True)
+class LayerSchedule:
+    """What the scheduler decided for one layer."""
+
+    mode: str
+    pes: int
+    stage: int  # index into Schedule.stages
+    weight_memory: str
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """The scheduler's decisions for a whole design; `estimate` holds the cost model's figures."""
+
+    stages: tuple[Stage, ...]
+    in_lanes: int  # values per input beat, and lanes of the reader's channel
+    board: str
+    clock_mhz: float
+    policy: str  # "auto", "dataflow" or "sequential"
+    objective: str  # "throughput" or "latency"
+    estimate: object | None = None  # fpgagen.schedule.cost_model.DesignEstimate
+
+    @property
+    def sequential_stages(self) -> list[int]:
+        """Indices of the sequential stages; the k-th owns AXI port `weights<k>`."""
+        return [index for index, stage in enumerate(self.stages) if stage.mode == SEQUENTIAL]
+
+
 @dataclass(frozen=True, eq=False)
 class Layer:
     """One fully connected layer: y = activation(x @ weights + bias)."""
@@ -79,6 +121,7 @@ class Layer:
     bias: np.ndarray  # (out_features,), float64
     activation: Activation = field(default_factory=Activation)
     numerics: LayerNumerics | None = None
+    schedule: LayerSchedule | None = None
 
     @property
     def in_features(self) -> int:
@@ -108,6 +151,7 @@ class Model:
     input_shape: tuple[int, ...]  # one sample's shape as the model receives it (flattened row-major)
     precision: Precision | None = None  # None until quantized
     input_format: FixedFormat | None = None
+    schedule: Schedule | None = None  # None until scheduled
 
     @property
     def in_features(self) -> int:

@@ -36,5 +36,8 @@ def main() -> None:
 
 
 from . import predict  # noqa: E402  (registration: each module adds its commands to `app`)
+from . import analyze, prune  # noqa: E402
+from . import examples  # noqa: E402
+from . import csim  # noqa: E402
 
 __all__ = ["app", "main", "predict"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -83,21 +84,28 @@ def read_graphchallenge(folder: Path, layers: int | None = None, bias: float | N
         if not 1 <= layers <= len(files):
             raise FpgagenError(f"{folder}: asked for {layers} layers, the network has {len(files)}")
         files = files[:layers]
-    bias_value = default_bias(neurons) if bias is None else bias
-    chain = []
-    for index, path in enumerate(files):
-        weights = sparse_weights(read_triples(path, (neurons, neurons)))
-        chain.append(
-            Layer(
-                name=f"l{index + 1}",
-                origin=path.name,
-                weights=weights,
-                bias=np.full(neurons, bias_value),
-                activation=Activation(0.0, CLIP),
-            )
+    weights = [read_triples(path, (neurons, neurons)) for path in files]
+    return graphchallenge_model(weights, default_bias(neurons) if bias is None else bias, [p.name for p in files])
+
+
+def graphchallenge_model(
+    weights: Sequence[sp.sparray | sp.spmatrix], bias: float, origins: Sequence[str] | None = None
+) -> Model:
+    """The IR of a Graph Challenge network: layer k is min(max(Y W_k + bias, 0), 32)."""
+    neurons = weights[0].shape[0]
+    origins = origins or [f"n{neurons}-l{k}.tsv" for k in range(1, len(weights) + 1)]
+    chain = [
+        Layer(
+            name=f"l{index + 1}",
+            origin=origin,
+            weights=sparse_weights(matrix),
+            bias=np.full(neurons, float(bias)),
+            activation=Activation(0.0, CLIP),
         )
+        for index, (matrix, origin) in enumerate(zip(weights, origins))
+    ]
     return Model(
-        name=f"graphchallenge_n{neurons}_l{len(files)}",
+        name=f"graphchallenge_n{neurons}_l{len(chain)}",
         layers=tuple(chain),
         input_name="images",
         output_name="categories_score",
@@ -109,8 +117,45 @@ def write_triples(path: Path, matrix: sp.sparray | sp.spmatrix, value_format: st
     """Write the nonzeros of `matrix` as 1-based `row col value` lines, sorted by row then column."""
     coo = sp.coo_array(matrix)
     order = np.lexsort((coo.col, coo.row))
-    table = np.column_stack([coo.row[order] + 1, coo.col[order] + 1, coo.data[order]])
-    np.savetxt(path, table, fmt=["%d", "%d", value_format], delimiter="\t")
+    # The text is assembled as one byte table (a line per row, padding masked out) rather than
+    # formatted line by line: a 120-layer network has millions of lines.
+    fields = [
+        _decimal_field(coo.row[order] + 1),
+        _separator(order.size, b"\t"),
+        _decimal_field(coo.col[order] + 1),
+        _separator(order.size, b"\t"),
+        _value_field(coo.data[order], value_format),
+        _separator(order.size, b"\n"),
+    ]
+    table = np.hstack([text for text, _ in fields])
+    keep = np.hstack([mask for _, mask in fields])
+    Path(path).write_bytes(table[keep].tobytes())
+
+
+def _separator(count: int, char: bytes) -> tuple[np.ndarray, np.ndarray]:
+    return np.full((count, 1), ord(char), dtype=np.uint8), np.ones((count, 1), dtype=bool)
+
+
+def _decimal_field(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative integers as right-aligned ASCII digits, with the mask of the digits to keep."""
+    values = values.astype(np.int64)
+    width = len(str(int(values.max(initial=0))))
+    powers = 10 ** np.arange(width - 1, -1, -1, dtype=np.int64)
+    digits = (values[:, None] // powers) % 10 + ord("0")
+    keep = (values[:, None] >= powers) | (powers == 1)  # no leading zeros, but "0" itself stays
+    return digits.astype(np.uint8), keep
+
+
+def _value_field(values: np.ndarray, value_format: str) -> tuple[np.ndarray, np.ndarray]:
+    """Values formatted with `value_format`; each distinct value is formatted once."""
+    distinct, which = np.unique(values, return_inverse=True)
+    texts = [(value_format % value).encode() for value in distinct]
+    width = max(map(len, texts), default=1)
+    table = np.zeros((len(texts), width), dtype=np.uint8)
+    for row, text in enumerate(texts):
+        table[row, : len(text)] = np.frombuffer(text, dtype=np.uint8)
+    keep = np.arange(width) < np.array([len(text) for text in texts], dtype=np.int64)[:, None]
+    return table[which], keep[which]
 
 
 def read_categories(path: Path) -> np.ndarray:

@@ -89,7 +89,8 @@ def _external_tensors(proto: onnx.ModelProto):
 
 def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
     folder = path.parent.resolve()
-    for tensor in _external_tensors(proto):
+    tensors = list(_external_tensors(proto))
+    for tensor in tensors:
         location = {entry.key: entry.value for entry in tensor.external_data}.get("location", "")
         target = (folder / location).resolve()
         if not location or Path(location).is_absolute() or not target.is_relative_to(folder):
@@ -99,8 +100,11 @@ def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
             )
         if not target.is_file():
             raise FpgagenError(f"{path}: tensor {tensor.name!r} refers to missing external data {location!r}")
+    # Tensor by tensor rather than load_external_data_for_model, which skips sparse initializers:
+    # those would later be read relative to the current directory, not the folder checked above.
     try:
-        onnx.external_data_helper.load_external_data_for_model(proto, str(folder))
+        for tensor in tensors:
+            onnx.external_data_helper.load_external_data_for_tensor(tensor, str(folder))
     except Exception as exc:
         raise FpgagenError(f"{path}: cannot read its external data ({exc})") from None
 
@@ -198,7 +202,10 @@ def _single_input_output(graph: onnx.GraphProto, constants: _Constants, path: Pa
     inputs = [value for value in graph.input if value.name not in constants]
     if len(inputs) != 1:
         names = ", ".join(repr(value.name) for value in inputs) or "none"
-        raise FpgagenError(f"{path}: the graph has {len(inputs)} inputs ({names}); fpgagen compiles models with one")
+        raise FpgagenError(
+            f"{path}: the graph has {len(inputs)} inputs ({names}); fpgagen compiles models with one "
+            "(weights must be initializers or Constant nodes, not graph inputs)"
+        )
     if len(graph.output) != 1:
         names = ", ".join(repr(value.name) for value in graph.output) or "none"
         raise FpgagenError(f"{path}: the graph has {len(graph.output)} outputs ({names}); fpgagen compiles models with one")
@@ -233,7 +240,9 @@ def _describe(node: onnx.NodeProto) -> str:
 def _chain_nodes(graph, input_name: str, output_name: str, constants: _Constants, path: Path) -> list:
     """The non-constant nodes in order, after proving they form one path from input to output."""
     nodes = [node for node in graph.node if not (node.op_type == "Constant" and node.output[0] in constants)]
-    producer = {out: index for index, node in enumerate(nodes) for out in node.output if out}
+    producer = {node.output[0]: index for index, node in enumerate(nodes) if node.output and node.output[0]}
+    # Dropout's mask is a second output; the layers fold only the data that flows through outputs[0].
+    side_output = {out: index for index, node in enumerate(nodes) for out in node.output[1:] if out}
     flow = nx.DiGraph()
     flow.add_node("input")
     flow.add_node("output")
@@ -246,6 +255,8 @@ def _chain_nodes(graph, input_name: str, output_name: str, constants: _Constants
                 flow.add_edge("input", index, tensor=tensor)
             elif tensor in producer:
                 flow.add_edge(producer[tensor], index, tensor=tensor)
+            elif tensor in side_output:
+                raise _side_output_error(path, tensor, nodes[side_output[tensor]], f"{_describe(node)} reads")
             else:
                 raise FpgagenError(
                     f"{path}: {_describe(node)} reads {tensor!r}, which no node produces "
@@ -253,6 +264,8 @@ def _chain_nodes(graph, input_name: str, output_name: str, constants: _Constants
                 )
     if output_name == input_name:
         raise FpgagenError(f"{path}: the graph output is its input; there is nothing to compile")
+    if output_name in side_output:
+        raise _side_output_error(path, output_name, nodes[side_output[output_name]], "the graph output is")
     if output_name not in producer:
         raise FpgagenError(f"{path}: the graph output {output_name!r} is not computed by any node")
     flow.add_edge(producer[output_name], "output", tensor=output_name)
@@ -282,6 +295,13 @@ def _chain_nodes(graph, input_name: str, output_name: str, constants: _Constants
             )
     order = nx.shortest_path(flow, "input", "output")[1:-1]
     return [nodes[index] for index in order]
+
+
+def _side_output_error(path: Path, tensor: str, source: onnx.NodeProto, reader: str) -> FpgagenError:
+    return FpgagenError(
+        f"{path}: {reader} {tensor!r}, which is not the first output of {_describe(source)}; "
+        "fpgagen follows only a node's first output"
+    )
 
 
 @dataclass
@@ -343,6 +363,12 @@ class _Folder:
             raise self.fail(node, f"input {index} ({name!r}) must be a constant")
         return name
 
+    def _required_const(self, node: onnx.NodeProto, index: int, what: str) -> str:
+        name = self._const_input(node, index)
+        if name is None:
+            raise self.fail(node, f"input {index} ({what}) is missing")
+        return name
+
     def _live_index(self, node: onnx.NodeProto) -> int:
         for index, name in enumerate(node.input):
             if name and name not in self.constants:
@@ -377,30 +403,28 @@ class _Folder:
         self.shape = (weights.shape[1],)
 
     def _vector(self, node: onnx.NodeProto, name: str, size: int, what: str) -> np.ndarray:
-        """A constant that broadcasts along the features: (), (1,), (size,), (1, size) shapes."""
+        """A constant that broadcasts along the features: (), (1,), (1, 1), (size,), (1, size) shapes."""
         value = np.asarray(self.constants.array(name), dtype=np.float64)
-        if value.size == 1:
+        if value.size == 1 and value.ndim <= 2:
             return np.full(size, float(value.reshape(-1)[0]))
         if value.shape in ((size,), (1, size)):
             return value.reshape(size).copy()
         raise self.fail(node, f"{what} {name!r} of shape {value.shape} does not broadcast to {size} features")
 
     def _scalar(self, node: onnx.NodeProto, name: str, what: str) -> float:
-        value = np.asarray(self.constants.array(name), dtype=np.float64)
-        if value.size == 0:
-            raise self.fail(node, f"{what} {name!r} is empty")
-        if value.ndim > 2 or (value.size > 1 and value.shape[-1] != self.features):
-            raise self.fail(node, f"{what} {name!r} of shape {value.shape} does not broadcast to the features")
-        if np.any(value != value.reshape(-1)[0]):
+        value = self._vector(node, name, self.features, what)
+        if np.any(np.isnan(value)):
+            raise self.fail(node, f"{what} {name!r} is NaN")
+        if np.any(value != value[0]):
             raise self.fail(node, f"{what} {name!r} differs between features; only one bound for all is supported")
-        return float(value.reshape(-1)[0])
+        return float(value[0])
 
     # -- linear ops ----------------------------------------------------------------------------
 
     def _fold_matmul(self, node: onnx.NodeProto) -> None:
         if self._live_index(node) != 0:
             raise self.fail(node, "the computed tensor must be the first input (x @ W)")
-        weight = self._const_input(node, 1)
+        weight = self._required_const(node, 1, "the weight")
         if len(self.constants.shape(weight)) != 2:
             raise self.fail(node, f"weight {weight!r} has shape {self.constants.shape(weight)}; expected 2-D")
         matrix = self.constants.matrix(weight)
@@ -414,7 +438,7 @@ class _Folder:
             raise self.fail(node, "transA=1 is not supported")
         trans_b = attrs.get("transB", 0)
         alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
-        weight = self._const_input(node, 1)
+        weight = self._required_const(node, 1, "the weight")
         if len(self.constants.shape(weight)) != 2:
             raise self.fail(node, f"weight {weight!r} has shape {self.constants.shape(weight)}; expected 2-D")
         matrix = self.constants.matrix(weight)
@@ -435,8 +459,11 @@ class _Folder:
                 "adds a constant after an activation; fpgagen folds Add only as the bias of "
                 "the MatMul or Gemm right before it",
             )
-        constant = self._const_input(node, 1 - self._live_index(node))
-        layer.bias = layer.bias + self._vector(node, constant, self.features, "addend")
+        constant = self._required_const(node, 1 - self._live_index(node), "the addend")
+        addend = self._vector(node, constant, self.features, "addend")
+        if not np.all(np.isfinite(addend)):
+            raise self.fail(node, f"addend {constant!r} contains NaN or infinite values")
+        layer.bias = layer.bias + addend
         layer.origin.append(node.name or node.output[0])
 
     # -- activations -----------------------------------------------------------------------------
@@ -461,6 +488,8 @@ class _Folder:
         # float32's lowest and highest values are ONNX's defaults for "no bound".
         lo = -math.inf if lo <= -3.4e38 else lo
         hi = math.inf if hi >= 3.4e38 else hi
+        if math.isnan(lo) or math.isnan(hi):
+            raise self.fail(node, f"a bound is NaN (min {lo:g}, max {hi:g})")
         if lo > hi:
             raise self.fail(node, f"min {lo:g} is above max {hi:g}")
         self._clamp(node, Activation(lo, hi))
@@ -493,7 +522,8 @@ class _Folder:
     def _fold_reshape(self, node: onnx.NodeProto) -> None:
         if self._live_index(node) != 0:
             raise self.fail(node, "the computed tensor must be the data input")
-        target = [int(v) for v in np.asarray(self.constants.array(self._const_input(node, 1))).reshape(-1)]
+        shape = self._required_const(node, 1, "the target shape")
+        target = [int(v) for v in np.asarray(self.constants.array(shape)).reshape(-1)]
         allow_zero = self._attrs(node).get("allowzero", 0)
         if len(target) != 2 or allow_zero:
             raise self.fail(node, f"reshape to {target} is not a reshape to (batch, features)")
@@ -514,5 +544,8 @@ class _Folder:
 
     def _fold_dropout(self, node: onnx.NodeProto) -> None:
         mode = self._const_input(node, 2) if self.opset >= 12 else None
-        if mode is not None and bool(np.asarray(self.constants.array(mode)).reshape(-1)[0]):
-            raise self.fail(node, "training_mode is true; only inference Dropout is supported")
+        if mode is None:
+            return
+        value = np.asarray(self.constants.array(mode))
+        if value.size != 1 or value.item():
+            raise self.fail(node, f"training_mode is {value.tolist()}; only inference Dropout (false) is supported")

@@ -27,12 +27,14 @@ def model_proto(model: Model, sparse: bool | None = None) -> onnx.ModelProto:
         dense_bytes = sum(layer.in_features * layer.out_features * 4 for layer in model.layers)
         sparse = dense_bytes > SPARSE_WHEN_DENSE_BYTES_EXCEED
     nodes, dense, sparse_inits = [], [], []
+    names = _TensorNames(model.input_name, model.output_name)
     current = model.input_name
     if len(model.input_shape) > 1:
-        nodes.append(helper.make_node("Flatten", [current], ["flat"], name="flatten", axis=1))
-        current = "flat"
-    for index, layer in enumerate(model.layers):
-        current = _layer_nodes(layer, current, nodes, dense, sparse_inits, sparse)
+        flat = names("flat")
+        nodes.append(helper.make_node("Flatten", [current], [flat], name="flatten", axis=1))
+        current = flat
+    for layer in model.layers:
+        current = _layer_nodes(layer, current, nodes, dense, sparse_inits, sparse, names)
     nodes[-1].output[0] = model.output_name
     batch = "batch"
     graph = helper.make_graph(
@@ -60,35 +62,56 @@ def write_onnx(model: Model, path: Path, sparse: bool | None = None) -> None:
         onnx.save(proto, str(work))
 
 
-def _layer_nodes(layer: Layer, current: str, nodes: list, dense: list, sparse_inits: list, sparse: bool) -> str:
+class _TensorNames:
+    """Names for the tensors the writer makes up, none equal to the model's own input or output."""
+
+    def __init__(self, *reserved: str):
+        self.taken = set(reserved)
+
+    def __call__(self, wanted: str) -> str:
+        name, suffix = wanted, 1
+        while name in self.taken:
+            name, suffix = f"{wanted}_{suffix}", suffix + 1
+        self.taken.add(name)
+        return name
+
+
+def _layer_nodes(
+    layer: Layer, current: str, nodes: list, dense: list, sparse_inits: list, sparse: bool, names: _TensorNames
+) -> str:
     prefix = layer.name
-    weight_name = f"{prefix}_W"
+    weight_name = names(f"{prefix}_W")
     if sparse:
         coo = layer.weights.tocoo()
         values = numpy_helper.from_array(coo.data.astype(np.float32), weight_name)
         positions = coo.row.astype(np.int64) * layer.out_features + coo.col.astype(np.int64)
-        indices = numpy_helper.from_array(positions, f"{weight_name}_indices")
+        indices = numpy_helper.from_array(positions, names(f"{weight_name}_indices"))
         sparse_inits.append(helper.make_sparse_tensor(values, indices, list(layer.weights.shape)))
     else:
         dense.append(numpy_helper.from_array(layer.weights.toarray().astype(np.float32), weight_name))
-    nodes.append(helper.make_node("MatMul", [current, weight_name], [f"{prefix}_mm"], name=prefix))
-    current = f"{prefix}_mm"
+    current = _append(nodes, names, "MatMul", [current, weight_name], f"{prefix}_mm", prefix)
     if np.any(layer.bias != 0.0):
-        dense.append(numpy_helper.from_array(layer.bias.astype(np.float32), f"{prefix}_b"))
-        nodes.append(helper.make_node("Add", [current, f"{prefix}_b"], [f"{prefix}_z"], name=f"{prefix}_bias"))
-        current = f"{prefix}_z"
+        bias_name = names(f"{prefix}_b")
+        dense.append(numpy_helper.from_array(layer.bias.astype(np.float32), bias_name))
+        current = _append(nodes, names, "Add", [current, bias_name], f"{prefix}_z", f"{prefix}_bias")
     act = layer.activation
     if act.kind == "relu":
-        nodes.append(helper.make_node("Relu", [current], [f"{prefix}_y"], name=f"{prefix}_relu"))
-        current = f"{prefix}_y"
+        current = _append(nodes, names, "Relu", [current], f"{prefix}_y", f"{prefix}_relu")
     elif act.kind == "clip":
         bounds = []
-        for bound, name in ((act.lo, f"{prefix}_lo"), (act.hi, f"{prefix}_hi")):
+        for bound, wanted in ((act.lo, f"{prefix}_lo"), (act.hi, f"{prefix}_hi")):
             if math.isinf(bound):
                 bounds.append("")
             else:
+                name = names(wanted)
                 dense.append(numpy_helper.from_array(np.array(bound, dtype=np.float32), name))
                 bounds.append(name)
-        nodes.append(helper.make_node("Clip", [current, *bounds], [f"{prefix}_y"], name=f"{prefix}_clip"))
-        current = f"{prefix}_y"
+        current = _append(nodes, names, "Clip", [current, *bounds], f"{prefix}_y", f"{prefix}_clip")
     return current
+
+
+def _append(nodes: list, names: _TensorNames, op: str, inputs: list[str], output: str, node_name: str) -> str:
+    """Add one node; return the (unique) name of its output."""
+    output = names(output)
+    nodes.append(helper.make_node(op, inputs, [output], name=node_name))
+    return output

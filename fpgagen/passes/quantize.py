@@ -2,9 +2,9 @@
 
 Weight formats come from the largest weight of each layer. Activation formats come from the
 range each layer's output can take: measured on calibration inputs when given, otherwise a sound
-bound by interval arithmetic from an assumed input range of [-1, 1]. Clip bounds limit that range,
-so a Graph Challenge layer (clip at 32) gets Q16.9 whatever its inputs. Accumulator widths are
-exact worst cases, so no sum can overflow. The arithmetic itself is defined in numerics.py.
+bound by interval arithmetic from an assumed input range of [-1, 1]. Clip bounds limit that range:
+deep Graph Challenge layers (clip at 32) get Q16.9, early ones, whose bound is smaller, finer
+grids. Accumulator widths are exact worst cases, so no sum can overflow. The arithmetic itself is defined in numerics.py.
 """
 
 from __future__ import annotations

@@ -1,0 +1,96 @@
+"""Write the Vitis HLS project of a scheduled model: templates filled from `context.plan_design`.
+
+`emit_hls(model, folder)` writes the project into `folder` (OUTDIR/hls) and the off-chip weight
+images of the sequential stages beside it (OUTDIR/weights<k>.bin: P little-endian 32-bit words
+per beat, layers 4 KB aligned, as the engine plan lays them out). It writes plainly; the caller
+makes the whole output atomic. The same model always gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+
+from ...ir import Model
+from ..engine_plan import EnginePlan, plan_engine
+from .carrays import decimal_initializer, hex_initializer
+from .context import DataflowStage, Design, SequentialStage, plan_design
+
+_STATIC = ("fpgagen_engine.h", "fpgagen_tb.h", "shim/ap_int.h", "shim/hls_stream.h", "shim/ap_axi_sdata.h")
+
+
+def emit_hls(model: Model, folder: Path, plan: EnginePlan | None = None) -> None:
+    """Write the HLS project of `model` (quantized and scheduled) into `folder`."""
+    folder = Path(folder)
+    design = plan_design(plan or plan_engine(model))
+    (folder / "weights").mkdir(parents=True, exist_ok=True)
+    (folder / "shim").mkdir(exist_ok=True)
+    templates = _templates()
+    for name in _STATIC:
+        (folder / name).write_bytes(templates.joinpath(name).read_bytes())
+    env = _environment()
+    for template, target in (
+        ("top.h.j2", f"{design.top}.h"),
+        ("top.cpp.j2", f"{design.top}.cpp"),
+        ("tb.cpp.j2", f"tb_{design.top}.cpp"),
+        ("Makefile.j2", "Makefile"),
+        ("run_hls.tcl.j2", "run_hls.tcl"),
+        ("hls_config.cfg.j2", "hls_config.cfg"),
+        ("README.md.j2", "README.md"),
+    ):
+        _write(folder / target, env.get_template(template).render(d=design))
+    for stage in design.stages:
+        if stage.sequential:
+            _write(folder / stage.header, _sequential_header(env, design, stage))
+            (folder.parent / f"{stage.port}.bin").write_bytes(stage.image)
+        else:
+            _write(folder / stage.header, _dataflow_header(env, design, stage))
+
+
+def _dataflow_header(env: jinja2.Environment, design: Design, stage: DataflowStage) -> str:
+    return env.get_template("weights_dataflow.h.j2").render(
+        d=design,
+        s=stage,
+        guard=_guard(stage),
+        row_start=hex_initializer(stage.tables.row_start),
+        row_beats=hex_initializer(stage.tables.row_beats),
+        rom=hex_initializer(stage.rom),
+        bias=decimal_initializer(stage.tables.bias),
+    )
+
+
+def _sequential_header(env: jinja2.Environment, design: Design, stage: SequentialStage) -> str:
+    return env.get_template("weights_sequential.h.j2").render(
+        d=design,
+        s=stage,
+        guard=_guard(stage),
+        row_start=hex_initializer(stage.tables.row_start),
+        row_beats=hex_initializer(stage.tables.row_beats),
+        bias=decimal_initializer(stage.tables.bias),
+    )
+
+
+def _guard(stage: DataflowStage | SequentialStage) -> str:
+    """Include guard of a weights header, by stage number: unique whatever the layers are called."""
+    return f"FPGAGEN_STAGE{stage.number}_TABLES_H"
+
+
+def _templates():
+    return resources.files("fpgagen.templates").joinpath("hls")
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FunctionLoader(lambda name: _templates().joinpath(name).read_text(encoding="utf-8")),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_bytes(text.encode("utf-8"))

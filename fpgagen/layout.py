@@ -1,0 +1,91 @@
+"""The engine's weight layout: how a layer's nonzeros are packed into lanes and beats.
+
+Output neuron j belongs to PE (lane) j mod P and lives at local address j div P there. Row i of W
+(the fan-out of input i) is stored as `beats_i = max_p count(i, p)` consecutive beats; beat b of
+row i holds, in lane p, the b-th nonzero of row i whose output is in lane p, or an empty slot. A
+nonzero activation x_i therefore costs max(1, beats_i) cycles with all P multipliers in step, and
+a zero activation costs nothing. This one layout serves on-chip ROMs (dataflow layers) and the
+off-chip weight image (sequential layers); the cost model counts the same beats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+OFFCHIP_ENTRY_BYTES = 4  # valid(1) | local address(15) | weight(16), little-endian 32-bit words
+OFFCHIP_MAX_LOCAL = 1 << 15
+AXI_4K = 4096
+
+
+def lane_counts(weights: sp.csr_array, pes: int) -> np.ndarray:
+    """(in_features, pes) matrix: how many nonzeros of row i fall in lane p."""
+    rows = np.repeat(np.arange(weights.shape[0]), np.diff(weights.indptr))
+    key = rows * pes + weights.indices % pes
+    return np.bincount(key, minlength=weights.shape[0] * pes).reshape(weights.shape[0], pes)
+
+
+def beats_per_row(weights: sp.csr_array, pes: int) -> np.ndarray:
+    """Beats each row occupies: the most nonzeros any one lane holds in that row."""
+    if weights.nnz == 0:
+        return np.zeros(weights.shape[0], dtype=np.int64)
+    return lane_counts(weights, pes).max(axis=1)
+
+
+@dataclass(frozen=True, eq=False)
+class LaneLayout:
+    """A layer's integer weights packed for P lanes."""
+
+    pes: int
+    out_features: int
+    row_start: np.ndarray  # (in_features,) first beat of each row
+    row_beats: np.ndarray  # (in_features,) beats of each row (0 for an all-zero row)
+    valid: np.ndarray  # (beats, pes) bool
+    local: np.ndarray  # (beats, pes) local output address, j div P (0 in empty slots)
+    weight: np.ndarray  # (beats, pes) integer weight (0 in empty slots)
+
+    @property
+    def beats(self) -> int:
+        return int(self.valid.shape[0])
+
+    @property
+    def local_depth(self) -> int:
+        """Accumulator (and bias) entries per lane: ceil(out_features / P)."""
+        return -(-self.out_features // self.pes)
+
+    def offchip_words(self) -> np.ndarray:
+        """(beats, pes) uint32 words of the off-chip image: valid<<31 | local<<16 | weight&0xffff."""
+        return (
+            (self.valid.astype(np.uint32) << np.uint32(31))
+            | (self.local.astype(np.uint32) << np.uint32(16))
+            | (self.weight.astype(np.int64) & 0xFFFF).astype(np.uint32)
+        )
+
+
+def lane_layout(weights_q: sp.csr_array, pes: int) -> LaneLayout:
+    """Pack integer weights (in_features, out_features) into P lanes."""
+    n_in, n_out = weights_q.shape
+    csr = sp.csr_array(weights_q)
+    csr.sort_indices()
+    rows = np.repeat(np.arange(n_in), np.diff(csr.indptr))
+    lanes = csr.indices % pes
+    key = rows * pes + lanes
+    counts = np.bincount(key, minlength=n_in * pes)
+    row_beats = counts.reshape(n_in, pes).max(axis=1) if csr.nnz else np.zeros(n_in, dtype=np.int64)
+    row_start = np.concatenate([[0], np.cumsum(row_beats)[:-1]]).astype(np.int64)
+    # Rank of each nonzero among those of its (row, lane) slice, in column order.
+    order = np.argsort(key, kind="stable")
+    group_start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.empty(csr.nnz, dtype=np.int64)
+    rank[order] = np.arange(csr.nnz) - group_start[key[order]]
+    beats = int(row_beats.sum())
+    slot = (row_start[rows] + rank, lanes)
+    valid = np.zeros((beats, pes), dtype=bool)
+    local = np.zeros((beats, pes), dtype=np.int64)
+    weight = np.zeros((beats, pes), dtype=np.int64)
+    valid[slot] = True
+    local[slot] = csr.indices // pes
+    weight[slot] = csr.data
+    return LaneLayout(pes, n_out, row_start, row_beats.astype(np.int64), valid, local, weight)

@@ -1,0 +1,57 @@
+"""Attach a schedule to a quantized model, after checking the engine can build it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import FpgagenError
+from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, LayerSchedule, Model, Schedule
+from ..layout import OFFCHIP_MAX_LOCAL
+
+DATAFLOW_PES = (1, 2, 4, 8, 16, 32, 64)
+SEQUENTIAL_PES = (1, 2, 4, 8, 16)  # AXI data width 32 * P bits, at most 512
+IN_LANES = (1, 2, 4, 8, 16, 32)  # AXI4-Stream data width 16 * K bits, at most 512
+
+
+def apply_schedule(model: Model, schedule: Schedule) -> Model:
+    """`model` with `schedule` and every layer's share of it; refuses what the engine cannot build."""
+    if not model.quantized:
+        raise ValueError("schedule a quantized model")
+    if schedule.in_lanes not in IN_LANES:
+        raise FpgagenError(f"input lanes {schedule.in_lanes} not in {IN_LANES}")
+    covered = [index for stage in schedule.stages for index in stage.layers]
+    if covered != list(range(len(model.layers))):
+        raise FpgagenError(f"the stages cover layers {covered}, not each of 0..{len(model.layers) - 1} once in order")
+    layers = list(model.layers)
+    for number, stage in enumerate(schedule.stages):
+        _check_stage(model, number, stage)
+        for index in stage.layers:
+            layers[index] = replace(
+                layers[index], schedule=LayerSchedule(stage.mode, stage.pes, number, stage.weight_memory)
+            )
+    return replace(model, layers=tuple(layers), schedule=schedule)
+
+
+def _check_stage(model: Model, number: int, stage) -> None:
+    where = f"stage {number} (layers {', '.join(model.layers[i].name for i in stage.layers)})"
+    if stage.mode == DATAFLOW:
+        if len(stage.layers) != 1:
+            raise FpgagenError(f"{where}: a dataflow stage runs exactly one layer")
+        if stage.pes not in DATAFLOW_PES:
+            raise FpgagenError(f"{where}: {stage.pes} PEs; a dataflow stage takes one of {DATAFLOW_PES}")
+        if stage.weight_memory not in (BRAM, URAM):
+            raise FpgagenError(f"{where}: dataflow weights live in bram or uram, not {stage.weight_memory}")
+    elif stage.mode == SEQUENTIAL:
+        if stage.pes not in SEQUENTIAL_PES:
+            raise FpgagenError(f"{where}: {stage.pes} PEs; a sequential stage takes one of {SEQUENTIAL_PES}")
+        if stage.weight_memory != OFFCHIP:
+            raise FpgagenError(f"{where}: sequential weights live off chip")
+        for index in stage.layers:
+            layer = model.layers[index]
+            if -(-layer.out_features // stage.pes) > OFFCHIP_MAX_LOCAL:
+                raise FpgagenError(
+                    f"{where}: layer {layer.name} has {layer.out_features} outputs, more than "
+                    f"{OFFCHIP_MAX_LOCAL} per lane, which the off-chip weight format cannot address"
+                )
+    else:
+        raise FpgagenError(f"{where}: unknown mode {stage.mode!r}")

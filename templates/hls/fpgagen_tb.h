@@ -1,0 +1,248 @@
+// fpgagen testbench helpers: golden vectors from files, lanes and AXI beats in and out, and the
+// comparison that prints the one machine-readable mismatch line. Used by tb_<top>.cpp only.
+//
+// Vectors folder (fpgagen/vectors.py): x.bin and y<k>.bin, little-endian int16, one row per
+// vector. Off-chip images: weights<k>.bin, little-endian 32-bit words, P per beat.
+#ifndef FPGAGEN_TB_H
+#define FPGAGEN_TB_H
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "fpgagen_engine.h"
+
+namespace fpgagen_tb {
+
+typedef std::vector<int16_t> rows;  // (batch, n) row-major
+
+inline bool read_bytes(const std::string& path, std::vector<unsigned char>& bytes) {
+    std::ifstream file(path.c_str(), std::ios::binary);
+    if (!file) {
+        std::printf("ERROR cannot read %s\n", path.c_str());
+        return false;
+    }
+    bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+    return true;
+}
+
+// A whole file of little-endian int16 rows of `n` values; the row count is the file's.
+inline bool read_rows(const std::string& path, int n, rows& out, int& batch) {
+    std::vector<unsigned char> bytes;
+    if (!read_bytes(path, bytes)) {
+        return false;
+    }
+    if (bytes.size() % (2 * static_cast<size_t>(n)) != 0) {
+        std::printf("ERROR %s holds %zu bytes, not whole rows of %d int16 values\n", path.c_str(), bytes.size(), n);
+        return false;
+    }
+    batch = static_cast<int>(bytes.size() / (2 * static_cast<size_t>(n)));
+    out.resize(bytes.size() / 2);
+    for (size_t i = 0; i < out.size(); ++i) {
+        out[i] = static_cast<int16_t>(static_cast<uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8)));
+    }
+    return true;
+}
+
+// The model input and every layer's golden output.
+struct golden {
+    int batch;
+    int n_in;
+    std::vector<int> n_out;
+    rows x;
+    std::vector<rows> y;
+
+    // The golden input of layer `index`: the model input, or the previous layer's output.
+    const int16_t* input(int index) const { return index == 0 ? x.data() : y[index - 1].data(); }
+    int input_size(int index) const { return index == 0 ? n_in : n_out[index - 1]; }
+};
+
+inline bool load_golden(const std::string& folder, int n_in, const int* n_out, int layers, golden& g) {
+    g.n_in = n_in;
+    g.n_out.assign(n_out, n_out + layers);
+    if (!read_rows(folder + "/x.bin", n_in, g.x, g.batch)) {
+        return false;
+    }
+    g.y.resize(layers);
+    for (int k = 0; k < layers; ++k) {
+        int batch = 0;
+        const std::string path = folder + "/y" + std::to_string(k) + ".bin";
+        if (!read_rows(path, n_out[k], g.y[k], batch)) {
+            return false;
+        }
+        if (batch != g.batch) {
+            std::printf("ERROR %s has %d vectors, x.bin has %d\n", path.c_str(), batch, g.batch);
+            return false;
+        }
+    }
+    return true;
+}
+
+// An off-chip image: `beats` beats of P little-endian 32-bit words (word p in bits 32p+31..32p).
+template <int P, class Beat>
+bool load_weights(const std::string& path, size_t beats, std::vector<Beat>& image) {
+    std::vector<unsigned char> bytes;
+    if (!read_bytes(path, bytes)) {
+        return false;
+    }
+    if (bytes.size() != beats * 4 * P) {
+        std::printf("ERROR %s holds %zu bytes, the design expects %zu\n", path.c_str(), bytes.size(), beats * 4 * P);
+        return false;
+    }
+    image.assign(beats == 0 ? 1 : beats, Beat());
+    for (size_t t = 0; t < beats; ++t) {
+        for (int p = 0; p < P; ++p) {
+            const unsigned char* b = &bytes[(t * P + p) * 4];
+            image[t].range(32 * p + 31, 32 * p) = uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 24;
+        }
+    }
+    return true;
+}
+
+// Vectors onto B lanes, as a channel carries them: lane b gets the nonzero x[i], i = b mod B, in
+// increasing order, then its end marker.
+template <int B, class Item>
+void feed_lanes(hls::stream<Item> (&lanes)[B], const int16_t* x, int batch, int n) {
+    for (int v = 0; v < batch; ++v) {
+        for (int b = 0; b < B; ++b) {
+            for (int i = b; i < n; i += B) {
+                if (x[static_cast<size_t>(v) * n + i] != 0) {
+                    lanes[b].write(fpgagen::activation<Item>(i, x[static_cast<size_t>(v) * n + i]));
+                }
+            }
+            lanes[b].write(fpgagen::end_marker<Item>());
+        }
+    }
+}
+
+// Vectors as AXI4-Stream beats of K values, the last beat zero-padded and marked with TLAST.
+template <int K, class Beat>
+void feed_beats(hls::stream<Beat>& stream, const int16_t* x, int batch, int n) {
+    const int beats = (n + K - 1) / K;
+    for (int v = 0; v < batch; ++v) {
+        for (int t = 0; t < beats; ++t) {
+            Beat beat;
+            for (int k = 0; k < K; ++k) {
+                const int i = t * K + k;
+                beat.data.range(16 * k + 15, 16 * k) = fpgagen::act_t(i < n ? x[static_cast<size_t>(v) * n + i] : 0);
+            }
+            beat.keep = -1;
+            beat.strb = -1;
+            beat.last = t == beats - 1 ? 1 : 0;
+            stream.write(beat);
+        }
+    }
+}
+
+// Lanes back into dense vectors, checking the channel protocol on the way.
+template <int P, class Item>
+bool collect_lanes(hls::stream<Item> (&lanes)[P], int batch, int n, const char* layer, rows& out) {
+    out.assign(static_cast<size_t>(batch) * n, 0);
+    for (int v = 0; v < batch; ++v) {
+        for (int p = 0; p < P; ++p) {
+            int previous = -1;
+            for (;;) {
+                if (lanes[p].empty()) {
+                    std::printf("ERROR layer=%s vector=%d lane=%d: the lane ends without its end marker\n", layer, v, p);
+                    return false;
+                }
+                const Item entry = lanes[p].read();
+                if (entry.last) {
+                    break;
+                }
+                const int j = static_cast<int>(entry.index.to_uint());
+                if (j >= n || j % P != p || j <= previous || entry.value == 0) {
+                    std::printf("ERROR layer=%s vector=%d lane=%d: item index=%d value=%d breaks the lane protocol\n", layer, v, p, j,
+                                entry.value.to_int());
+                    return false;
+                }
+                previous = j;
+                out[static_cast<size_t>(v) * n + j] = static_cast<int16_t>(entry.value.to_int());
+            }
+        }
+    }
+    for (int p = 0; p < P; ++p) {
+        if (!lanes[p].empty()) {
+            std::printf("ERROR layer=%s lane=%d: items left after %d vectors\n", layer, p, batch);
+            return false;
+        }
+    }
+    return true;
+}
+
+// Dense output beats (P values each, TLAST on a vector's last beat) back into vectors.
+template <int P, class Beat>
+bool collect_dense(hls::stream<Beat>& stream, int batch, int n, const char* layer, rows& out) {
+    const int beats = (n + P - 1) / P;
+    out.assign(static_cast<size_t>(batch) * n, 0);
+    for (int v = 0; v < batch; ++v) {
+        for (int t = 0; t < beats; ++t) {
+            if (stream.empty()) {
+                std::printf("ERROR layer=%s vector=%d: output beat %d of %d is missing\n", layer, v, t, beats);
+                return false;
+            }
+            const Beat beat = stream.read();
+            if ((beat.last.to_uint() == 1) != (t == beats - 1)) {
+                std::printf("ERROR layer=%s vector=%d beat=%d: TLAST is %u\n", layer, v, t, beat.last.to_uint());
+                return false;
+            }
+            for (int p = 0; p < P && t * P + p < n; ++p) {
+                const fpgagen::act_t value = beat.data.range(16 * p + 15, 16 * p);
+                out[static_cast<size_t>(v) * n + t * P + p] = static_cast<int16_t>(value.to_int());
+            }
+        }
+    }
+    if (!stream.empty()) {
+        std::printf("ERROR layer=%s: output beats left after %d vectors\n", layer, batch);
+        return false;
+    }
+    return true;
+}
+
+// The first difference, as the one line `fpgagen csim` parses.
+inline bool compare(const char* layer, const int16_t* expected, const rows& got, int batch, int n) {
+    for (int v = 0; v < batch; ++v) {
+        for (int j = 0; j < n; ++j) {
+            const size_t at = static_cast<size_t>(v) * n + j;
+            if (expected[at] != got[at]) {
+                std::printf("MISMATCH layer=%s vector=%d index=%d expected=%d got=%d\n", layer, v, j, expected[at], got[at]);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+// One layer on its own: its golden input on B lanes in, its output (P lanes) against its golden output.
+template <int B, int P, class Item, class Run>
+bool check_layer_lanes(const golden& g, int index, const char* layer, Run run) {
+    hls::stream<Item> in[B];
+    hls::stream<Item> out[P];
+    feed_lanes(in, g.input(index), g.batch, g.input_size(index));
+    run(in, out);
+    rows got;
+    return collect_lanes(out, g.batch, g.n_out[index], layer, got) && compare(layer, g.y[index].data(), got, g.batch, g.n_out[index]);
+}
+
+// The same for a layer that drains dense beats to the model's output stream.
+template <int B, int P, class Item, class Beat, class Run>
+bool check_layer_dense(const golden& g, int index, const char* layer, Run run) {
+    hls::stream<Item> in[B];
+    hls::stream<Beat> out;
+    feed_lanes(in, g.input(index), g.batch, g.input_size(index));
+    run(in, out);
+    rows got;
+    return collect_dense<P>(out, g.batch, g.n_out[index], layer, got) &&
+           compare(layer, g.y[index].data(), got, g.batch, g.n_out[index]);
+}
+
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace fpgagen_tb
+
+#endif

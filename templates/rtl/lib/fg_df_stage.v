@@ -1,0 +1,172 @@
+// A dataflow stage: one layer on its own P PEs, weights in on-chip ROM (docs/engine.md).
+//
+// Front end: lane reader -> S1 (row table read) -> S2 (issues the row's beats from the weight ROM,
+// one per cycle; a row without beats, or the end of the vector, takes one cycle) -> PE array.
+module fg_df_stage #(
+    parameter integer B = 1,            // lanes of the input channel
+    parameter integer P = 1,
+    parameter integer IDX_W = 8,
+    parameter integer N_IN = 1,
+    parameter integer N_OUT = 1,
+    parameter integer BEATS = 1,        // weight ROM depth
+    parameter integer START_W = 1,
+    parameter integer CNT_W = 1,
+    parameter integer W_BITS = 8,
+    parameter integer ACC_W = 32,
+    parameter integer SHIFT = 0,
+    parameter integer LO = -32768,
+    parameter integer HI = 32767,
+    parameter integer DENSE = 0,        // the model's last layer: dense beats out
+    parameter ROWS_FILE = "rows.mem",
+    parameter ENTRIES_FILE = "entries.mem",
+    parameter BIAS_FILE = "bias.mem"
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+    input  wire [B*ITEM_W-1:0]      in_data,
+    input  wire [B-1:0]             in_valid,
+    output wire [B-1:0]             in_ready,
+    output wire [P*ITEM_W-1:0]      out_data,
+    output wire [P-1:0]             out_valid,
+    input  wire [P-1:0]             out_ready,
+    output wire [P*16-1:0]          dense_data,
+    output wire                     dense_last,
+    output wire                     dense_valid,
+    input  wire                     dense_ready,
+    output reg  [31:0]              perf_busy,     // compute cycles, input starvation excluded
+    output reg  [31:0]              perf_drain,    // drain cycles
+    output reg  [31:0]              perf_vectors
+);
+    localparam integer ITEM_W = 17 + IDX_W;
+    localparam integer DEPTH = (N_OUT + P - 1) / P;
+    localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
+    localparam integer ENTRY_W = 1 + AW + W_BITS;
+    localparam integer ROW_AW = (N_IN > 1) ? $clog2(N_IN) : 1;
+    localparam integer BEAT_AW = (BEATS > 1) ? $clog2(BEATS) : 1;
+    localparam [31:0] SHIFT32 = SHIFT;
+    localparam [31:0] LO32 = LO;
+    localparam [31:0] HI32 = HI;
+    localparam [31:0] N_OUT32 = N_OUT;
+    localparam [31:0] DEPTH32 = DEPTH;
+
+    // ---- lane reader -> S1 -----------------------------------------------------------------------
+    // Indices are as wide as the design's widest vector; this layer reads only N_IN of them.
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [IDX_W-1:0] r_idx;
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire [15:0] r_val;
+    wire r_eov;
+    wire r_valid;
+    wire r_has_data;
+    reg s1_valid;
+    reg s1_eov;
+    reg [15:0] s1_x;
+    wire s2_take;
+    wire s1_load = r_valid && (!s1_valid || s2_take);
+
+    fg_lane_reader #(.LANES(B), .IDX_W(IDX_W)) u_reader (
+        .clk(clk), .rst(rst),
+        .lane_data(in_data), .lane_valid(in_valid), .lane_ready(in_ready),
+        .out_idx(r_idx), .out_val(r_val), .out_eov(r_eov), .out_valid(r_valid), .out_ready(s1_load),
+        .has_data(r_has_data)
+    );
+
+    wire [START_W+CNT_W-1:0] row;
+    fg_rom #(.WIDTH(START_W + CNT_W), .DEPTH(N_IN), .INIT(ROWS_FILE)) u_rows (
+        .clk(clk), .en(s1_load), .addr(r_idx[ROW_AW-1:0]), .data(row)
+    );
+
+    always @(posedge clk) begin
+        if (rst) s1_valid <= 1'b0;
+        else if (s1_load) s1_valid <= 1'b1;
+        else if (s2_take) s1_valid <= 1'b0;
+        if (s1_load) begin
+            s1_eov <= r_eov;
+            s1_x <= r_val;
+        end
+    end
+
+    // ---- S2: beat issue ----------------------------------------------------------------------------
+    wire issue_ok;
+    wire issue_bank;
+    reg [START_W-1:0] cur;
+    reg [CNT_W-1:0] rem;
+    reg [15:0] x2;
+    reg bank2;
+    wire beat = (rem != {CNT_W{1'b0}});
+    wire s2_free = (rem <= {{(CNT_W-1){1'b0}}, 1'b1});
+    assign s2_take = s1_valid && s2_free && issue_ok;
+    wire eov_issue = s2_take && s1_eov;
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rem <= {CNT_W{1'b0}};
+        end else if (s2_take && !s1_eov) begin
+            cur <= row[CNT_W +: START_W];
+            rem <= row[CNT_W-1:0];
+            x2 <= s1_x;
+            bank2 <= issue_bank;
+        end else if (beat) begin
+            cur <= cur + 1'b1;
+            rem <= rem - 1'b1;
+        end
+    end
+
+    wire [P*ENTRY_W-1:0] entries;
+    fg_rom #(.WIDTH(P * ENTRY_W), .DEPTH(BEATS), .INIT(ENTRIES_FILE)) u_entries (
+        .clk(clk), .en(beat), .addr(cur[BEAT_AW-1:0]), .data(entries)
+    );
+
+    reg m0_valid;
+    reg m0_eov;
+    reg m0_bank;
+    reg [15:0] m0_x;
+    always @(posedge clk) begin
+        if (rst) begin
+            m0_valid <= 1'b0;
+            m0_eov <= 1'b0;
+        end else begin
+            m0_valid <= beat;
+            m0_eov <= eov_issue;
+        end
+        m0_x <= x2;
+        m0_bank <= beat ? bank2 : issue_bank;
+    end
+
+    // ---- PEs -------------------------------------------------------------------------------------
+    wire draining;
+    wire drain_done;
+    fg_pe_array #(
+        .P(P), .DEPTH(DEPTH), .W_BITS(W_BITS), .ACC_W(ACC_W), .IDX_W(IDX_W),
+        .BIAS_ROWS(DEPTH), .BIAS_FILE(BIAS_FILE)
+    ) u_pes (
+        .clk(clk), .rst(rst),
+        .mac_valid(m0_valid), .mac_eov(m0_eov), .mac_bank(m0_bank), .mac_x(m0_x), .mac_entries(entries),
+        .vector_issued(eov_issue), .issue_bank(issue_bank), .issue_ok(issue_ok),
+        .cfg_shift(SHIFT32[5:0]), .cfg_lo(LO32[15:0]), .cfg_hi(HI32[15:0]),
+        .cfg_n_out(N_OUT32), .cfg_depth(DEPTH32), .cfg_bias_base({AW{1'b0}}), .cfg_dense(DENSE != 0),
+        .lane_data(out_data), .lane_valid(out_valid), .lane_ready(out_ready),
+        .dense_data(dense_data), .dense_last(dense_last), .dense_valid(dense_valid), .dense_ready(dense_ready),
+        .draining(draining), .drain_done(drain_done)
+    );
+
+    // ---- performance counters --------------------------------------------------------------------
+    // A vector's compute runs from the first cycle its input is present to the issue of its end;
+    // cycles in which the front end waits for input with nothing in hand do not count.
+    reg computing;
+    wire starved = !r_has_data && !s1_valid && !beat;
+    always @(posedge clk) begin
+        if (rst) begin
+            computing <= 1'b0;
+            perf_busy <= 32'd0;
+            perf_drain <= 32'd0;
+            perf_vectors <= 32'd0;
+        end else begin
+            if (eov_issue) computing <= 1'b0;
+            else if (r_has_data) computing <= 1'b1;
+            if ((computing || r_has_data) && !starved) perf_busy <= perf_busy + 32'd1;
+            if (draining) perf_drain <= perf_drain + 32'd1;
+            if (drain_done) perf_vectors <= perf_vectors + 32'd1;
+        end
+    end
+endmodule

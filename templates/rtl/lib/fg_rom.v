@@ -1,0 +1,20 @@
+// Read-only memory with a registered read, initialized from a $readmemh file.
+module fg_rom #(
+    parameter integer WIDTH = 8,
+    parameter integer DEPTH = 1,
+    parameter INIT = "rom.mem"
+) (
+    input  wire                 clk,
+    input  wire                 en,
+    input  wire [AW-1:0]        addr,
+    output reg  [WIDTH-1:0]     data
+);
+    localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
+
+    reg [WIDTH-1:0] mem [0:DEPTH-1];
+    initial $readmemh(INIT, mem);
+
+    always @(posedge clk) begin
+        if (en) data <= mem[addr];
+    end
+endmodule

@@ -1,0 +1,313 @@
+// A sequential stage: one shared engine of P PEs runs LAYERS consecutive layers, one after the
+// other, with their weight rows read from off-chip memory (docs/engine.md). Per-layer parameters
+// come from a descriptor ROM; row tables and biases of all the layers are on chip.
+//
+// Front end: lane reader (the stage's input channel for its first layer, its own loop-back lanes
+// after) -> S1 (row table read) -> a read request per row with beats, and the row's activation in
+// a queue -> AXI reader -> each returning beat meets its activation -> PE array.
+module fg_seq_stage #(
+    parameter integer B = 1,            // lanes of the input channel
+    parameter integer P = 1,
+    parameter integer LAYERS = 1,
+    parameter integer IDX_W = 8,
+    parameter integer DEPTH = 1,        // accumulator entries per lane (widest layer)
+    parameter integer ROWS = 1,         // row-table entries of all layers
+    parameter integer START_W = 1,
+    parameter integer CNT_W = 1,
+    parameter integer W_BITS = 16,
+    parameter integer ACC_W = 32,
+    parameter integer BIAS_ROWS = 1,
+    parameter integer LOOP_DEPTH = 2,   // loop-back lane FIFO depth
+    parameter integer DENSE = 0,        // the last layer is the model's last: dense beats out
+    parameter DESC_FILE = "desc.mem",
+    parameter ROWS_FILE = "rows.mem",
+    parameter BIAS_FILE = "bias.mem"
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+    input  wire [63:0]              weights,       // base address of this stage's weight image
+    input  wire [B*ITEM_W-1:0]      in_data,
+    input  wire [B-1:0]             in_valid,
+    output wire [B-1:0]             in_ready,
+    output wire [P*ITEM_W-1:0]      out_data,
+    output wire [P-1:0]             out_valid,
+    input  wire [P-1:0]             out_ready,
+    output wire [P*16-1:0]          dense_data,
+    output wire                     dense_last,
+    output wire                     dense_valid,
+    input  wire                     dense_ready,
+    // AXI4 read channels (the write channels are tied off by the top)
+    output wire [63:0]              araddr,
+    output wire [7:0]               arlen,
+    output wire [2:0]               arsize,
+    output wire                     arvalid,
+    input  wire                     arready,
+    input  wire [32*P-1:0]          rdata,
+    input  wire                     rvalid,
+    input  wire                     rlast,
+    output wire                     rready,
+    output reg  [32*LAYERS-1:0]     perf_busy,
+    output reg  [32*LAYERS-1:0]     perf_drain,
+    output reg  [31:0]              perf_vectors
+);
+    localparam integer ITEM_W = 17 + IDX_W;
+    localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
+    localparam integer ENTRY_W = 1 + AW + W_BITS;
+    localparam integer ROW_AW = (ROWS > 1) ? $clog2(ROWS) : 1;
+    localparam integer BIAS_AW = (BIAS_ROWS > 1) ? $clog2(BIAS_ROWS) : 1;
+    localparam integer LAYER_W = (LAYERS > 1) ? $clog2(LAYERS) : 1;
+    localparam integer BEAT_SHIFT = $clog2(4 * P);
+    localparam [31:0] LAST_LAYER = LAYERS - 1;
+
+    // ---- layer sequencing ----------------------------------------------------------------------
+    // Descriptor fields, 32 bits each: n_out, depth, row_base, bias_base, dram_lo, dram_hi, shift,
+    // {hi, lo}.
+    localparam [1:0] S_LOAD = 2'd0, S_COMPUTE = 2'd1, S_DRAIN = 2'd2;
+    reg [1:0] state;
+    reg [LAYER_W-1:0] layer;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [255:0] desc;  // fixed 32-bit fields: the bits above each field's width are padding
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire [31:0] d_n_out = desc[0 +: 32];
+    wire [31:0] d_depth = desc[32 +: 32];
+    wire [ROW_AW-1:0] d_row_base = desc[64 +: ROW_AW];
+    wire [BIAS_AW-1:0] d_bias_base = desc[96 +: BIAS_AW];
+    wire [63:0] d_dram = desc[128 +: 64];
+    wire [5:0] d_shift = desc[192 +: 6];
+    wire [15:0] d_lo = desc[224 +: 16];
+    wire [15:0] d_hi = desc[240 +: 16];
+    wire first_layer = (layer == {LAYER_W{1'b0}});
+    wire last_layer = ({{(32 - LAYER_W){1'b0}}, layer} == LAST_LAYER);
+
+    fg_rom #(.WIDTH(256), .DEPTH(LAYERS), .INIT(DESC_FILE)) u_desc (
+        .clk(clk), .en(state == S_LOAD), .addr(layer), .data(desc)
+    );
+
+    // ---- input: the stage's channel for the first layer, the loop-back lanes after -------------
+    wire [P*ITEM_W-1:0] loop_data;
+    wire [P-1:0] loop_valid;
+    wire [P-1:0] loop_ready;
+    wire [P*ITEM_W-1:0] loop_in_data;
+    wire [P-1:0] loop_in_valid;
+    wire [P-1:0] loop_in_ready;
+
+    /* verilator lint_off UNUSEDSIGNAL */
+    // Indices are as wide as the design's widest vector; rows index only their layer's inputs.
+    wire [IDX_W-1:0] e_idx, l_idx;
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire [15:0] e_val, l_val;
+    wire e_eov, l_eov, e_valid, l_valid, e_has, l_has;
+    wire r_take;
+    wire use_ext = first_layer;
+    fg_lane_reader #(.LANES(B), .IDX_W(IDX_W)) u_ext_reader (
+        .clk(clk), .rst(rst),
+        .lane_data(in_data), .lane_valid(in_valid & {B{use_ext && state == S_COMPUTE}}), .lane_ready(in_ready),
+        .out_idx(e_idx), .out_val(e_val), .out_eov(e_eov), .out_valid(e_valid),
+        .out_ready(r_take && use_ext), .has_data(e_has)
+    );
+    fg_lane_reader #(.LANES(P), .IDX_W(IDX_W)) u_loop_reader (
+        .clk(clk), .rst(rst),
+        .lane_data(loop_data), .lane_valid(loop_valid & {P{!use_ext && state == S_COMPUTE}}),
+        .lane_ready(loop_ready),
+        .out_idx(l_idx), .out_val(l_val), .out_eov(l_eov), .out_valid(l_valid),
+        .out_ready(r_take && !use_ext), .has_data(l_has)
+    );
+    wire [IDX_W-1:0] r_idx = use_ext ? e_idx : l_idx;
+    wire [15:0] r_val = use_ext ? e_val : l_val;
+    wire r_eov = use_ext ? e_eov : l_eov;
+    wire r_valid = use_ext ? e_valid : l_valid;
+    wire r_has_data = use_ext ? e_has : l_has;
+
+    genvar g;
+    generate
+        for (g = 0; g < P; g = g + 1) begin : g_loop
+            fg_fifo #(.WIDTH(ITEM_W), .DEPTH(LOOP_DEPTH)) u_fifo (
+                .clk(clk), .rst(rst),
+                .in_data(loop_in_data[g*ITEM_W +: ITEM_W]), .in_valid(loop_in_valid[g]),
+                .in_ready(loop_in_ready[g]),
+                .out_data(loop_data[g*ITEM_W +: ITEM_W]), .out_valid(loop_valid[g]), .out_ready(loop_ready[g])
+            );
+        end
+    endgenerate
+
+    // ---- S1: row table ---------------------------------------------------------------------------
+    reg s1_valid;
+    reg s1_eov;
+    reg [15:0] s1_x;
+    reg eov_taken;        // this layer's end has left S1
+    reg eov_loaded;       // this layer's end is in S1 or beyond: read no further
+    wire s2_take;
+    assign r_take = r_valid && (!s1_valid || s2_take) && state == S_COMPUTE && !eov_loaded;
+    wire [START_W+CNT_W-1:0] row;
+    fg_rom #(.WIDTH(START_W + CNT_W), .DEPTH(ROWS), .INIT(ROWS_FILE)) u_rows (
+        .clk(clk), .en(r_take), .addr(d_row_base + r_idx[ROW_AW-1:0]), .data(row)
+    );
+    wire [START_W-1:0] row_start = row[CNT_W +: START_W];
+    wire [CNT_W-1:0] row_beats = row[CNT_W-1:0];
+
+    // ---- S2: read requests ------------------------------------------------------------------------
+    wire req_in_ready, xq_in_ready;
+    wire has_beats = (row_beats != {CNT_W{1'b0}});
+    assign s2_take = s1_valid && (s1_eov || !has_beats || (req_in_ready && xq_in_ready));
+    wire push = s2_take && !s1_eov && has_beats;
+    wire [63:0] req_addr = weights + d_dram + ({{(64 - START_W){1'b0}}, row_start} << BEAT_SHIFT);
+
+    always @(posedge clk) begin
+        if (rst) begin
+            s1_valid <= 1'b0;
+            eov_loaded <= 1'b0;
+            eov_taken <= 1'b0;
+        end else begin
+            if (r_take) s1_valid <= 1'b1;
+            else if (s2_take) s1_valid <= 1'b0;
+            if (r_take && r_eov) eov_loaded <= 1'b1;
+            if (s2_take && s1_eov) eov_taken <= 1'b1;
+            if (state == S_LOAD) begin
+                eov_loaded <= 1'b0;
+                eov_taken <= 1'b0;
+            end
+        end
+        if (r_take) begin
+            s1_eov <= r_eov;
+            s1_x <= r_val;
+        end
+    end
+
+    wire [63:0] q_addr;
+    wire [CNT_W-1:0] q_beats;
+    wire q_valid, q_ready;
+    fg_fifo #(.WIDTH(64 + CNT_W), .DEPTH(16)) u_requests (
+        .clk(clk), .rst(rst),
+        .in_data({req_addr, row_beats}), .in_valid(push), .in_ready(req_in_ready),
+        .out_data({q_addr, q_beats}), .out_valid(q_valid), .out_ready(q_ready)
+    );
+
+    wire [15:0] xq_x;
+    wire [CNT_W-1:0] xq_beats;
+    wire xq_valid;
+    wire xq_pop;
+    fg_fifo #(.WIDTH(16 + CNT_W), .DEPTH(32)) u_activations (
+        .clk(clk), .rst(rst),
+        .in_data({s1_x, row_beats}), .in_valid(push), .in_ready(xq_in_ready),
+        .out_data({xq_x, xq_beats}), .out_valid(xq_valid), .out_ready(xq_pop)
+    );
+
+    wire reader_idle;
+    fg_axi_reader #(.DATA_W(32 * P), .LEN_W(CNT_W), .MAX_BURSTS(16)) u_axi (
+        .clk(clk), .rst(rst),
+        .req_addr(q_addr), .req_beats(q_beats), .req_valid(q_valid), .req_ready(q_ready),
+        .araddr(araddr), .arlen(arlen), .arsize(arsize), .arvalid(arvalid), .arready(arready),
+        .rvalid(rvalid), .rlast(rlast), .rready(rready), .idle(reader_idle)
+    );
+
+    // ---- beats meet their activation ---------------------------------------------------------------
+    reg [CNT_W-1:0] got;            // beats of the queue's head row received so far
+    wire r_fire = rvalid && rready;
+    assign rready = xq_valid;
+    assign xq_pop = r_fire && (got + 1'b1 == xq_beats);
+    always @(posedge clk) begin
+        if (rst) got <= {CNT_W{1'b0}};
+        else if (xq_pop) got <= {CNT_W{1'b0}};
+        else if (r_fire) got <= got + 1'b1;
+    end
+
+    // Off-chip words are valid<<31 | local<<16 | weight; the PE array takes {valid, local, weight}.
+    wire [P*ENTRY_W-1:0] beat_entries;
+    generate
+        for (g = 0; g < P; g = g + 1) begin : g_unpack
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire [31:0] word = rdata[32*g +: 32];  // local and weight fields are wider than needed
+            /* verilator lint_on UNUSEDSIGNAL */
+            assign beat_entries[g*ENTRY_W +: ENTRY_W] = {word[31], word[16 +: AW], word[W_BITS-1:0]};
+        end
+    endgenerate
+
+    wire all_beats_in = eov_taken && !s1_valid && !q_valid && !xq_valid && reader_idle;
+    reg eov_sent;
+    wire eov_issue = state == S_COMPUTE && all_beats_in && !eov_sent;
+    wire issue_bank;
+    // Layers run one at a time and a layer starts only after the previous drain: its bank is free.
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire issue_ok;
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    reg m0_valid, m0_eov, m0_bank;
+    reg [15:0] m0_x;
+    reg [P*ENTRY_W-1:0] m0_entries;
+    always @(posedge clk) begin
+        if (rst) begin
+            m0_valid <= 1'b0;
+            m0_eov <= 1'b0;
+        end else begin
+            m0_valid <= r_fire;
+            m0_eov <= eov_issue;
+        end
+        m0_x <= xq_x;
+        m0_entries <= beat_entries;
+        m0_bank <= issue_bank;
+    end
+
+    // ---- PEs -------------------------------------------------------------------------------------
+    wire draining, drain_done;
+    wire [P*ITEM_W-1:0] pe_data;
+    wire [P-1:0] pe_valid;
+    wire [P-1:0] pe_ready = last_layer ? out_ready : loop_in_ready;
+    assign loop_in_data = pe_data;
+    assign loop_in_valid = pe_valid & {P{!last_layer}};
+    assign out_data = pe_data;
+    assign out_valid = pe_valid & {P{last_layer}};
+
+    fg_pe_array #(
+        .P(P), .DEPTH(DEPTH), .W_BITS(W_BITS), .ACC_W(ACC_W), .IDX_W(IDX_W),
+        .BIAS_ROWS(BIAS_ROWS), .BIAS_FILE(BIAS_FILE)
+    ) u_pes (
+        .clk(clk), .rst(rst),
+        .mac_valid(m0_valid), .mac_eov(m0_eov), .mac_bank(m0_bank), .mac_x(m0_x), .mac_entries(m0_entries),
+        .vector_issued(eov_issue), .issue_bank(issue_bank), .issue_ok(issue_ok),
+        .cfg_shift(d_shift), .cfg_lo(d_lo), .cfg_hi(d_hi),
+        .cfg_n_out(d_n_out), .cfg_depth(d_depth), .cfg_bias_base(d_bias_base),
+        .cfg_dense(DENSE != 0 && last_layer),
+        .lane_data(pe_data), .lane_valid(pe_valid), .lane_ready(pe_ready),
+        .dense_data(dense_data), .dense_last(dense_last), .dense_valid(dense_valid), .dense_ready(dense_ready),
+        .draining(draining), .drain_done(drain_done)
+    );
+
+    always @(posedge clk) begin
+        if (rst) begin
+            state <= S_LOAD;
+            layer <= {LAYER_W{1'b0}};
+            eov_sent <= 1'b0;
+        end else begin
+            case (state)
+                S_LOAD: begin
+                    state <= S_COMPUTE;
+                    eov_sent <= 1'b0;
+                end
+                S_COMPUTE: if (eov_issue) begin
+                    eov_sent <= 1'b1;
+                    state <= S_DRAIN;
+                end
+                default: if (drain_done) begin
+                    state <= S_LOAD;
+                    layer <= last_layer ? {LAYER_W{1'b0}} : layer + 1'b1;
+                end
+            endcase
+        end
+    end
+
+    // ---- performance counters (per layer) -------------------------------------------------------
+    wire memory_pending = s1_valid || q_valid || xq_valid || !reader_idle;
+    wire starved = !r_has_data && !memory_pending;
+    always @(posedge clk) begin
+        if (rst) begin
+            perf_busy <= {(32 * LAYERS){1'b0}};
+            perf_drain <= {(32 * LAYERS){1'b0}};
+            perf_vectors <= 32'd0;
+        end else begin
+            if (state == S_COMPUTE && !eov_sent && !starved)
+                perf_busy[layer*32 +: 32] <= perf_busy[layer*32 +: 32] + 32'd1;
+            if (draining) perf_drain[layer*32 +: 32] <= perf_drain[layer*32 +: 32] + 32'd1;
+            if (drain_done && last_layer) perf_vectors <= perf_vectors + 32'd1;
+        end
+    end
+endmodule

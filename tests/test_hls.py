@@ -1,0 +1,331 @@
+"""The HLS back end: generated C++ built with g++ and simulated, bit for bit against the golden model.
+
+Every design here is compiled with the Makefile's -Wall -Wextra -Werror, so each passing build also
+proves the generated code warning-free. The testbench checks every layer on its own and then the
+whole design; `run_csim` and `fpgagen csim` read its verdict.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from fpgagen.backends.hls import emit_hls, run_csim
+from fpgagen.backends.hls.carrays import decimal_initializer, hex_initializer
+from fpgagen.examples.graphchallenge import draw_images, network
+from fpgagen.frontend import read_onnx
+from fpgagen.ir import Activation, Layer, Model, Schedule, Stage, sparse_weights
+from fpgagen.numerics import parse_precision
+from fpgagen.passes.quantize import quantize
+from fpgagen.schedule.apply import apply_schedule
+from fpgagen.vectors import default_inputs, golden_vectors, read_vectors, write_vectors
+
+RELU, CLIP, NONE = Activation(0.0, np.inf), Activation(-0.5, 1.5), Activation()
+FLOOR = Activation(0.25, 2.0)  # no output is ever zero, padding lanes included
+
+
+def df(layer: int, pes: int, memory: str = "bram") -> Stage:
+    return Stage("dataflow", (layer,), pes, memory)
+
+
+def seq(layers: tuple[int, ...], pes: int) -> Stage:
+    return Stage("sequential", layers, pes, "offchip")
+
+
+def pruned_mlp(name: str, sizes: list[int], activations: list[Activation], seed: int, density: float = 0.3) -> Model:
+    """A random pruned MLP; every layer has an input none of whose weights survive (an all-zero
+    row) and an output with no weights (an all-zero column), whose value is then its activated bias."""
+    rng = np.random.default_rng(seed)
+    layers = []
+    for index, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        weights = rng.standard_normal((n_in, n_out)) * (rng.random((n_in, n_out)) < density)
+        weights[rng.integers(n_in), :] = 0.0
+        empty_output = rng.integers(n_out)
+        weights[:, empty_output] = 0.0
+        bias = rng.uniform(-0.5, 0.5, n_out)
+        bias[empty_output] = 0.75
+        layers.append(Layer(f"fc{index}", f"fc{index}", sparse_weights(weights), bias, activations[index]))
+    return Model(name, tuple(layers), "x", "y", (sizes[0],))
+
+
+def scheduled(model: Model, precision: str, stages: tuple[Stage, ...], in_lanes: int, calib=None) -> Model:
+    quantized = quantize(model, parse_precision(precision), calib)
+    schedule = Schedule(stages, in_lanes, "u280", 300.0, "auto", "throughput")
+    return apply_schedule(quantized, schedule)
+
+
+def compile_design(model: Model, outdir: Path, inputs: np.ndarray) -> Path:
+    """What `fpgagen compile` leaves for csim: hls/, the weight images and vectors/."""
+    emit_hls(model, outdir / "hls")
+    write_vectors(model, golden_vectors(model, inputs), outdir / "vectors")
+    return outdir
+
+
+def assert_bit_exact(outdir: Path) -> None:
+    vectors = read_vectors(outdir / "vectors")
+    assert np.any(vectors.layer_outputs[-1] != 0), "a design whose outputs are all zero proves little"
+    result = run_csim(outdir, outdir / "vectors")
+    assert result.error is None and result.mismatch is None, result.error or str(result.mismatch)
+    assert result.passed and result.vectors == vectors.batch
+    assert result.nnz > 0 and result.edges_per_second > 0
+
+
+# -- pruned MLPs: shapes, schedules, precisions, lane counts ---------------------------------------
+
+MLPS = {
+    # dataflow only, P = 1, 2, 64 (a 1024-bit output stream), K = 4; the last stage is dataflow
+    "dataflow_only": ([37, 50, 23, 11], [RELU, CLIP, NONE], "w8a16", (df(0, 1), df(1, 2), df(2, 64)), 4),
+    # sequential only, one stage of P = 16 on a 256-bit AXI port, K = 16
+    "sequential_only": ([100, 64, 30], [RELU, NONE], "w16a16", (seq((0, 1), 16),), 16),
+    # a sequential stage in the middle, the last stage dataflow, K = 1
+    "sequential_middle": (
+        [13, 29, 31, 7, 5], [RELU, RELU, CLIP, NONE], "w8a16", (df(0, 2), seq((1, 2), 8), df(3, 16, "uram")), 1,
+    ),
+    # a sequential stage at the end with one lane
+    "sequential_end": ([64, 200, 10, 3], [FLOOR, RELU, NONE], "w16a16", (df(0, 16), df(1, 4), seq((2,), 1)), 4),
+    # a sequential stage first, then dataflow with P = 8
+    "sequential_first": ([257, 33, 65, 17], [RELU, FLOOR, NONE], "w8a16", (seq((0, 1), 2), df(2, 8)), 16),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MLPS))
+def test_pruned_mlp_csim_is_bit_exact(case, tmp_path):
+    sizes, activations, precision, stages, in_lanes = MLPS[case]
+    model = pruned_mlp(case, sizes, activations, seed=len(case))
+    calib = np.random.default_rng(2).uniform(-1, 1, (16, sizes[0]))
+    design = scheduled(model, precision, stages, in_lanes, calib)
+    x = default_inputs(design, count=12, seed=1)
+    outdir = compile_design(design, tmp_path / case, x)
+    makefile = (outdir / "hls" / "Makefile").read_text()
+    assert "-Wall -Wextra -Werror" in makefile  # the build below is warning-free by construction
+    assert_bit_exact(outdir)
+
+
+# -- Graph Challenge ---------------------------------------------------------------------------------
+
+
+def test_graphchallenge_1024_mixed_schedule_is_bit_exact(tmp_path):
+    """8 layers of the 1024-neuron network on sparse binary images: dataflow and sequential stages,
+    including sequential runs in the middle and at the end."""
+    stages = (df(0, 16), seq((1, 2, 3), 8), df(4, 4), df(5, 1), seq((6, 7), 16))
+    design = scheduled(network(1024, 8), "w8a16", stages, 16)
+    images = draw_images(1024, 24, np.random.default_rng(0)).toarray()
+    outdir = compile_design(design, tmp_path / "gc", images)
+    assert_bit_exact(outdir)
+
+
+# -- failures are found and reported -----------------------------------------------------------------
+
+
+@pytest.fixture
+def mixed_design(tmp_path):
+    model = pruned_mlp("corrupt", [19, 40, 24, 9], [RELU, RELU, NONE], seed=7, density=0.4)
+    design = scheduled(model, "w8a16", (df(0, 4), seq((1, 2), 2)), 4, np.ones((1, 19)))
+    return compile_design(design, tmp_path / "design", default_inputs(design, 10, seed=3))
+
+
+def _flip_first_valid_slot(header: Path) -> None:
+    """Change the weight of the first valid ROM slot of a dataflow layer's header."""
+    text = header.read_text()
+    start = text.index("rom[cfg::BEATS][cfg::LANES] = {")
+    for match in re.finditer(r"0x([0-9a-f]+)", text[start:]):
+        if int(match[1], 16):
+            at = start + match.start()
+            flipped = f"0x{int(match[1], 16) ^ 1:0{len(match[1])}x}"
+            header.write_text(text[:at] + flipped + text[at + len(match[0]) :])
+            return
+    raise AssertionError("no valid slot found")
+
+
+def test_corrupted_weight_header_is_reported(mixed_design, run_cli):
+    _flip_first_valid_slot(mixed_design / "hls" / "weights" / "fc0.h")
+    result = run_cli("csim", mixed_design)
+    assert result.exit_code == 1
+    assert "layer fc0" in result.stderr
+    report = json.loads((mixed_design / "csim_results.json").read_text())
+    assert report["passed"] is False and report["mismatch"]["layer"] == "fc0"
+
+
+def test_corrupted_offchip_image_is_reported(mixed_design, run_cli):
+    image = mixed_design / "weights0.bin"
+    words = np.fromfile(image, dtype="<u4")
+    second_layer = 4096 // 4  # layer fc2 starts at the next 4 KB boundary
+    valid = np.flatnonzero(words[second_layer:] >> 31)
+    words[second_layer + valid[0]] ^= 1  # one weight of fc2 off by one
+    words.tofile(image)
+    result = run_cli("csim", mixed_design)
+    assert result.exit_code == 1
+    report = json.loads((mixed_design / "csim_results.json").read_text())
+    mismatch = report["mismatch"]
+    assert mismatch["layer"] == "fc2" and mismatch["expected"] != mismatch["got"]
+    assert f"layer fc2, vector {mismatch['vector']}, index {mismatch['index']}" in result.stderr
+
+
+def test_csim_passes_and_writes_results(mixed_design, run_cli):
+    result = run_cli("csim", mixed_design)
+    assert result.exit_code == 0, result.stderr
+    report = json.loads((mixed_design / "csim_results.json").read_text())
+    assert report["passed"] is True and report["vectors"] == 10 and report["mismatch"] is None
+    assert report["edges_per_second"] == pytest.approx(10 * report["nnz"] / report["seconds"])
+
+
+def test_a_project_that_does_not_build_is_a_failed_check(mixed_design, run_cli):
+    top = mixed_design / "hls" / "corrupt_top.cpp"
+    top.write_text(top.read_text().replace("fpgagen::dataflow_layer<cfg>", "fpgagen::no_such_block<cfg>"))
+    result = run_cli("csim", mixed_design)
+    assert result.exit_code == 1
+    assert "did not build" in result.stderr and "no_such_block" in result.stderr
+
+
+def test_csim_without_a_project_is_bad_input(tmp_path, run_cli):
+    result = run_cli("csim", tmp_path)
+    assert result.exit_code == 2
+    assert "no hls/ folder" in result.stderr
+
+
+def test_csim_inputs_without_a_manifest_is_bad_input(tmp_path, run_cli):
+    (tmp_path / "hls").mkdir()
+    np.save(tmp_path / "x.npy", np.zeros((2, 3)))
+    result = run_cli("csim", tmp_path, "--inputs", tmp_path / "x.npy")
+    assert result.exit_code == 2
+    assert "manifest.json" in result.stderr
+    assert not (tmp_path / "csim_results.json").exists()
+
+
+# -- generated text ----------------------------------------------------------------------------------
+
+HOSTILE = ["*/ #error \"pwned\"\n// ü", "class", 'q"uote\\', "naïve λ ✓ layer", "int", "\n\r\t"]
+
+
+def hostile_onnx(path: Path) -> np.ndarray:
+    """A 3-layer ONNX model whose node and graph names are hostile text; returns inputs for it."""
+    rng = np.random.default_rng(5)
+    sizes = [12, 20, 16, 6]
+    nodes, initializers, current = [], [], "x"
+    for index, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        weights = (rng.standard_normal((n_in, n_out)) * (rng.random((n_in, n_out)) < 0.5)).astype(np.float32)
+        bias = rng.uniform(-0.2, 0.2, n_out).astype(np.float32)
+        initializers += [numpy_helper.from_array(weights, f"w{index}"), numpy_helper.from_array(bias, f"b{index}")]
+        nodes.append(helper.make_node("MatMul", [current, f"w{index}"], [f"m{index}"], name=HOSTILE[index]))
+        nodes.append(helper.make_node("Add", [f"m{index}", f"b{index}"], [f"a{index}"], name=HOSTILE[index + 3]))
+        current = f"a{index}"
+        if index < 2:
+            nodes.append(helper.make_node("Relu", [current], [f"r{index}"], name=HOSTILE[index]))
+            current = f"r{index}"
+    graph = helper.make_graph(
+        nodes,
+        HOSTILE[0],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, sizes[0]])],
+        [helper.make_tensor_value_info(current, TensorProto.FLOAT, None)],
+        initializer=initializers,
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return rng.uniform(-1, 1, (9, sizes[0]))
+
+
+def test_hostile_names_never_reach_generated_files_and_csim_inputs(tmp_path, run_cli):
+    model_path = tmp_path / "hostile.onnx"
+    inputs = hostile_onnx(model_path)
+    np.save(tmp_path / "inputs.npy", inputs)
+    stages = [{"mode": "dataflow", "layers": [0], "pes": 2, "weight_memory": "bram"},
+              {"mode": "sequential", "layers": [1, 2], "pes": 4, "weight_memory": "offchip"}]  # fmt: skip
+    schedule = Schedule(
+        tuple(Stage(s["mode"], tuple(s["layers"]), s["pes"], s["weight_memory"]) for s in stages),
+        2, "u280", 250.0, "auto", "throughput",
+    )  # fmt: skip
+    design = apply_schedule(quantize(read_onnx(model_path), parse_precision("w8a16")), schedule)
+    outdir = tmp_path / "out"
+    emit_hls(design, outdir / "hls")
+    manifest = {
+        "model": str(model_path),
+        "precision": "w8a16",
+        "calib": None,
+        "schedule": {"stages": stages, "in_lanes": 2, "board": "u280", "clock_mhz": 250.0,
+                     "policy": "auto", "objective": "throughput"},
+    }  # fmt: skip
+    (outdir / "manifest.json").write_text(json.dumps(manifest))
+
+    generated = [path for path in outdir.rglob("*") if path.is_file() and path.suffix != ".bin"]
+    assert any(path.name.endswith(".h") for path in generated)
+    for path in generated:
+        assert re.fullmatch(r"[A-Za-z0-9_./-]+", str(path.relative_to(outdir))), path
+        data = path.read_bytes()
+        assert data.isascii(), f"{path} has non-ASCII bytes"
+        text = data.decode()
+        for name in HOSTILE:
+            if not name.isidentifier():
+                assert name not in text, f"{path} contains {name!r}"
+        assert '#error "pwned"' not in text and 'q"uote' not in text
+
+    result = run_cli("csim", outdir, "--inputs", tmp_path / "inputs.npy")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads((outdir / "csim_results.json").read_text())
+    assert report["passed"] is True and report["vectors"] == len(inputs)
+
+
+def test_emitting_twice_gives_identical_files(tmp_path):
+    model = pruned_mlp("twice", [30, 41, 12], [RELU, NONE], seed=11)
+    design = scheduled(model, "w8a16", (df(0, 8), seq((1,), 4)), 4)
+    for target in ("a", "b"):
+        emit_hls(design, tmp_path / target / "hls")
+    first = {p.relative_to(tmp_path / "a"): p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()}
+    second = {p.relative_to(tmp_path / "b"): p.read_bytes() for p in (tmp_path / "b").rglob("*") if p.is_file()}
+    assert first.keys() == second.keys() and first == second
+    assert Path("weights0.bin") in first and Path("hls/weights/fc0.h") in first
+
+
+def test_output_grows_with_nonzeros_not_dense_size(tmp_path):
+    """A 4096 x 4096 layer with 4096 nonzeros on 4 lanes: 4096 beats of 4 slots, row tables and biases,
+    a few hundred KB; its dense weights would be 16.7M entries (over 100 MB of text)."""
+    rng = np.random.default_rng(0)
+    weights = np.zeros((4096, 4096))
+    weights[np.arange(4096), rng.permutation(4096)] = rng.uniform(0.5, 1.0, 4096)
+    model = Model("wide", (Layer("big", "big", sparse_weights(weights), np.zeros(4096), RELU),), "x", "y", (4096,))
+    emit_hls(scheduled(model, "w8a16", (df(0, 4),), 16), tmp_path / "hls")
+    assert (tmp_path / "hls" / "weights" / "big.h").stat().st_size < 400_000
+
+
+def test_array_initializers_round_trip():
+    rng = np.random.default_rng(0)
+    signed = np.concatenate([rng.integers(-(2**40), 2**40, 1000), [0, -1, 1, -(2**31), 2**31 - 1]])
+    parsed = [int(field) for field in decimal_initializer(signed, 7).replace("\n", "").split(",")[:-1]]
+    assert parsed == signed.tolist()
+    for dtype in (np.uint8, np.uint16, np.uint32, np.uint64):
+        values = rng.integers(0, np.iinfo(dtype).max, 333, dtype=np.uint64, endpoint=True).astype(dtype)
+        fields = hex_initializer(values, 5).replace("\n", "").split(",")[:-1]
+        assert [int(field, 16) for field in fields] == values.tolist()
+        assert {len(field) for field in fields} == {2 + 2 * np.dtype(dtype).itemsize}
+
+
+# -- the vendor's headers ----------------------------------------------------------------------------
+
+
+def test_csim_with_vendor_headers_is_bit_exact(tmp_path, monkeypatch):
+    """Build against the open-source Xilinx headers that the hls4ml wheel carries (ap_int.h,
+    hls_stream.h; it has no ap_axi_sdata.h, so that one comes from our shim) instead of the shim."""
+    spec = importlib.util.find_spec("hls4ml")
+    if spec is None:
+        pytest.skip("hls4ml (pip install hls4ml==1.3.0) provides the vendor headers")
+    vendor = Path(spec.origin).parent / "templates" / "vivado" / "ap_types"
+    include = tmp_path / "xilinx_hls" / "include"
+    include.mkdir(parents=True)
+    for entry in vendor.iterdir():
+        (include / entry.name).symlink_to(entry)
+    assert not (include / "ap_axi_sdata.h").exists()
+    shim = Path(__file__).resolve().parents[1] / "templates" / "hls" / "shim" / "ap_axi_sdata.h"
+    (include / "ap_axi_sdata.h").symlink_to(shim)
+    monkeypatch.setenv("XILINX_HLS", str(tmp_path / "xilinx_hls"))
+
+    model = pruned_mlp("vendor", [21, 34, 9], [RELU, NONE], seed=3, density=0.5)
+    design = scheduled(model, "w16a16", (df(0, 4), seq((1,), 2)), 4, np.ones((1, 21)))
+    outdir = compile_design(design, tmp_path / "vendor", default_inputs(design, 8, seed=4))
+    shutil.rmtree(outdir / "hls" / "shim")  # only the vendor's headers can make this build
+    assert_bit_exact(outdir)
