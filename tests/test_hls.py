@@ -20,13 +20,15 @@ from onnx import TensorProto, helper, numpy_helper
 
 from fpgagen.backends.hls import emit_hls, run_csim
 from fpgagen.backends.hls.carrays import decimal_initializer, hex_initializer
+from fpgagen.compile import write_design
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend import read_onnx
 from fpgagen.ir import Activation, Layer, Model, Schedule, Stage, sparse_weights
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.quantize import quantize
 from fpgagen.schedule.apply import apply_schedule
-from fpgagen.vectors import default_inputs, golden_vectors, read_vectors, write_vectors
+from fpgagen.schedule.boards import load_board
+from fpgagen.vectors import default_inputs, read_vectors
 
 RELU, CLIP, NONE = Activation(0.0, np.inf), Activation(-0.5, 1.5), Activation()
 FLOOR = Activation(0.25, 2.0)  # no output is ever zero, padding lanes included
@@ -63,9 +65,8 @@ def scheduled(model: Model, precision: str, stages: tuple[Stage, ...], in_lanes:
 
 
 def compile_design(model: Model, outdir: Path, inputs: np.ndarray) -> Path:
-    """What `fpgagen compile` leaves for csim: hls/, the weight images and vectors/."""
-    emit_hls(model, outdir / "hls")
-    write_vectors(model, golden_vectors(model, inputs), outdir / "vectors")
+    """What `fpgagen compile` leaves: hls/, rtl/, the weight images, vectors/ and the manifest."""
+    write_design(model, load_board("u280"), outdir, inputs)
     return outdir
 
 
@@ -235,23 +236,10 @@ def test_hostile_names_never_reach_generated_files_and_csim_inputs(tmp_path, run
     model_path = tmp_path / "hostile.onnx"
     inputs = hostile_onnx(model_path)
     np.save(tmp_path / "inputs.npy", inputs)
-    stages = [{"mode": "dataflow", "layers": [0], "pes": 2, "weight_memory": "bram"},
-              {"mode": "sequential", "layers": [1, 2], "pes": 4, "weight_memory": "offchip"}]  # fmt: skip
-    schedule = Schedule(
-        tuple(Stage(s["mode"], tuple(s["layers"]), s["pes"], s["weight_memory"]) for s in stages),
-        2, "u280", 250.0, "auto", "throughput",
-    )  # fmt: skip
+    schedule = Schedule((df(0, 2), seq((1, 2), 4)), 2, "u280", 250.0, "auto", "throughput")
     design = apply_schedule(quantize(read_onnx(model_path), parse_precision("w8a16")), schedule)
     outdir = tmp_path / "out"
-    emit_hls(design, outdir / "hls")
-    manifest = {
-        "model": str(model_path),
-        "precision": "w8a16",
-        "calib": None,
-        "schedule": {"stages": stages, "in_lanes": 2, "board": "u280", "clock_mhz": 250.0,
-                     "policy": "auto", "objective": "throughput"},
-    }  # fmt: skip
-    (outdir / "manifest.json").write_text(json.dumps(manifest))
+    write_design(design, load_board("u280"), outdir, inputs, source=model_path)
 
     generated = [path for path in outdir.rglob("*") if path.is_file() and path.suffix != ".bin"]
     assert any(path.name.endswith(".h") for path in generated)
@@ -274,12 +262,13 @@ def test_hostile_names_never_reach_generated_files_and_csim_inputs(tmp_path, run
 def test_emitting_twice_gives_identical_files(tmp_path):
     model = pruned_mlp("twice", [30, 41, 12], [RELU, NONE], seed=11)
     design = scheduled(model, "w8a16", (df(0, 8), seq((1,), 4)), 4)
+    inputs = default_inputs(design, count=4)
     for target in ("a", "b"):
-        emit_hls(design, tmp_path / target / "hls")
+        compile_design(design, tmp_path / target, inputs)
     first = {p.relative_to(tmp_path / "a"): p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()}
     second = {p.relative_to(tmp_path / "b"): p.read_bytes() for p in (tmp_path / "b").rglob("*") if p.is_file()}
     assert first.keys() == second.keys() and first == second
-    assert Path("weights0.bin") in first and Path("hls/weights/fc0.h") in first
+    assert Path("weights0.bin") in first and Path("hls/weights/fc0.h") in first and Path("rtl/twice_top.v") in first
 
 
 def test_output_grows_with_nonzeros_not_dense_size(tmp_path):

@@ -35,9 +35,8 @@ def main() -> None:
     app(prog_name="fpgagen")
 
 
-from . import predict  # noqa: E402  (registration: each module adds its commands to `app`)
-from . import analyze, prune  # noqa: E402
-from . import examples  # noqa: E402
-from . import csim  # noqa: E402
+# Registration: each module adds its commands to `app`.
+from . import analyze, compile, csim, examples, predict, prune, sim  # noqa: E402
+from . import schedule  # noqa: E402
 
-__all__ = ["app", "main", "predict"]
+__all__ = ["analyze", "app", "compile", "csim", "examples", "main", "predict", "prune", "sim"]

@@ -11,7 +11,8 @@ from rich.table import Table
 from ..frontend import load_model
 from ..passes.analyze import Analysis, Spread, analyze
 from . import app
-from .common import model_argument, out, precision_option, read_array
+from ..arrays import read_array
+from .common import model_argument, out, precision_option
 
 
 @app.command("analyze")

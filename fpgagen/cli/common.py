@@ -5,11 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import numpy as np
 from rich.console import Console
 
-from ..atomic import atomic_file
-from ..errors import FpgagenError
 from ..numerics import DEFAULT_PRECISION
 
 # Results go to stdout; progress and notes to stderr, so `--json` output stays clean.
@@ -28,22 +25,3 @@ calib_option = click.option(
     type=click.Path(path_type=Path),
     help="Calibration inputs (.npy, one sample per row) to measure activation ranges.",
 )
-
-
-def read_array(path: Path | None) -> np.ndarray | None:
-    """Load a .npy file, with an error that names it when it cannot be used."""
-    if path is None:
-        return None
-    path = Path(path)
-    if not path.is_file():
-        raise FpgagenError(f"{path}: no such file")
-    try:
-        return np.load(path, allow_pickle=False)
-    except Exception as exc:
-        raise FpgagenError(f"{path}: not a readable .npy array ({exc})") from None
-
-
-def write_array(path: Path, array: np.ndarray) -> None:
-    with atomic_file(path) as work:
-        with open(work, "wb") as handle:
-            np.save(handle, array)

@@ -10,11 +10,12 @@ import click
 
 from ..atomic import atomic_file
 from ..backends.hls import CsimResult, run_csim
-from ..backends.manifest_model import model_from_manifest
+from ..manifest import model_from_manifest
 from ..errors import CheckFailed, FpgagenError
 from ..vectors import golden_vectors, write_vectors
 from . import app
-from .common import err, out, read_array
+from ..arrays import read_array
+from .common import err, out
 
 RESULTS = "csim_results.json"
 

@@ -12,7 +12,8 @@ from ..golden import GoldenModel, flatten_inputs
 from ..numerics import parse_precision
 from ..passes.quantize import quantize
 from . import app
-from .common import calib_option, err, model_argument, precision_option, read_array, write_array
+from ..arrays import read_array, write_array
+from .common import calib_option, err, model_argument, precision_option
 
 
 @app.command()

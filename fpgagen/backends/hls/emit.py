@@ -1,9 +1,9 @@
 """Write the Vitis HLS project of a scheduled model: templates filled from `context.plan_design`.
 
-`emit_hls(model, folder)` writes the project into `folder` (OUTDIR/hls) and the off-chip weight
-images of the sequential stages beside it (OUTDIR/weights<k>.bin: P little-endian 32-bit words
-per beat, layers 4 KB aligned, as the engine plan lays them out). It writes plainly; the caller
-makes the whole output atomic. The same model always gives byte-identical files.
+`emit_hls(model, folder)` writes the project into `folder` (OUTDIR/hls); the off-chip weight images
+of its sequential stages (OUTDIR/weights<k>.bin, the engine plan's `offchip_image`) are written by
+the caller, once for both back ends. It writes plainly; the caller makes the whole output atomic.
+The same model always gives byte-identical files.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ def emit_hls(model: Model, folder: Path, plan: EnginePlan | None = None) -> None
     for stage in design.stages:
         if stage.sequential:
             _write(folder / stage.header, _sequential_header(env, design, stage))
-            (folder.parent / f"{stage.port}.bin").write_bytes(stage.image)
         else:
             _write(folder / stage.header, _dataflow_header(env, design, stage))
 

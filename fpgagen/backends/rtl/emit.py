@@ -22,6 +22,7 @@ from ..memfile import hex_lines, pack_fields
 LIBRARY = (
     "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_lane_reader.v", "fg_pe_array.v", "fg_df_stage.v",
     "fg_seq_stage.v", "fg_axi_reader.v", "fg_input_reader.v", "fg_control.v", "fg_axilite_ctrl.v",
+    "fg_vector_count.v",
 )  # fmt: skip
 CONTROL_FIRST_ARGUMENT = 0x10  # Vitis HLS: 0x00-0x0c hold control, interrupt enable and status
 

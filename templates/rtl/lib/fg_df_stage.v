@@ -26,6 +26,9 @@ module fg_df_stage #(
     input  wire [B*ITEM_W-1:0]      in_data,
     input  wire [B-1:0]             in_valid,
     output wire [B-1:0]             in_ready,
+    input  wire                     in_vector,     // a whole input vector is in the channel
+    output wire                     in_done,       // pulse: this stage has read an input vector
+    output wire                     out_done,      // pulse: an output vector has been written
     output wire [P*ITEM_W-1:0]      out_data,
     output wire [P-1:0]             out_valid,
     input  wire [P-1:0]             out_ready,
@@ -33,8 +36,8 @@ module fg_df_stage #(
     output wire                     dense_last,
     output wire                     dense_valid,
     input  wire                     dense_ready,
-    output reg  [31:0]              perf_busy,     // compute cycles, input starvation excluded
-    output reg  [31:0]              perf_drain,    // drain cycles
+    output reg  [31:0]              perf_busy,     // compute cycles, waits for a free bank excluded
+    output reg  [31:0]              perf_drain,    // drain cycles, waits for output space excluded
     output reg  [31:0]              perf_vectors
 );
     localparam integer ITEM_W = 17 + IDX_W;
@@ -57,7 +60,6 @@ module fg_df_stage #(
     wire [15:0] r_val;
     wire r_eov;
     wire r_valid;
-    wire r_has_data;
     reg s1_valid;
     reg s1_eov;
     reg [15:0] s1_x;
@@ -66,9 +68,8 @@ module fg_df_stage #(
 
     fg_lane_reader #(.LANES(B), .IDX_W(IDX_W)) u_reader (
         .clk(clk), .rst(rst),
-        .lane_data(in_data), .lane_valid(in_valid), .lane_ready(in_ready),
-        .out_idx(r_idx), .out_val(r_val), .out_eov(r_eov), .out_valid(r_valid), .out_ready(s1_load),
-        .has_data(r_has_data)
+        .lane_data(in_data), .lane_valid(in_valid & {B{in_vector}}), .lane_ready(in_ready),
+        .out_idx(r_idx), .out_val(r_val), .out_eov(r_eov), .out_valid(r_valid), .out_ready(s1_load)
     );
 
     wire [START_W+CNT_W-1:0] row;
@@ -94,7 +95,7 @@ module fg_df_stage #(
     reg [15:0] x2;
     reg bank2;
     wire beat = (rem != {CNT_W{1'b0}});
-    wire s2_free = (rem <= {{(CNT_W-1){1'b0}}, 1'b1});
+    wire s2_free = (rem >> 1) == {CNT_W{1'b0}};  // at most the last beat left
     assign s2_take = s1_valid && s2_free && issue_ok;
     wire eov_issue = s2_take && s1_eov;
 
@@ -150,22 +151,23 @@ module fg_df_stage #(
         .draining(draining), .drain_done(drain_done)
     );
 
+    assign in_done = eov_issue;
+    assign out_done = drain_done;
+
     // ---- performance counters --------------------------------------------------------------------
-    // A vector's compute runs from the first cycle its input is present to the issue of its end;
-    // cycles in which the front end waits for input with nothing in hand do not count.
-    reg computing;
-    wire starved = !r_has_data && !s1_valid && !beat;
+    // A vector's compute runs from the cycle its whole input is there to the issue of its end. The
+    // cycles it waits for a bank that the drain has not emptied (the next stage is slower) and the
+    // drain's cycles stalled on full output lanes are the pipeline's, not this layer's: not counted.
+    wire bank_wait = s1_valid && s2_free && !issue_ok && !beat;
+    wire drain_stall = draining && (DENSE != 0 ? (dense_valid && !dense_ready) : |(out_valid & ~out_ready));
     always @(posedge clk) begin
         if (rst) begin
-            computing <= 1'b0;
             perf_busy <= 32'd0;
             perf_drain <= 32'd0;
             perf_vectors <= 32'd0;
         end else begin
-            if (eov_issue) computing <= 1'b0;
-            else if (r_has_data) computing <= 1'b1;
-            if ((computing || r_has_data) && !starved) perf_busy <= perf_busy + 32'd1;
-            if (draining) perf_drain <= perf_drain + 32'd1;
+            if (in_vector && !bank_wait) perf_busy <= perf_busy + 32'd1;
+            if (draining && !drain_stall) perf_drain <= perf_drain + 32'd1;
             if (drain_done) perf_vectors <= perf_vectors + 32'd1;
         end
     end

@@ -14,8 +14,7 @@ module fg_lane_reader #(
     output wire [15:0]               out_val,
     output wire                      out_eov,
     output wire                      out_valid,
-    input  wire                      out_ready,
-    output wire                      has_data    // the lane being read holds something
+    input  wire                      out_ready
 );
     localparam integer ITEM_W = 17 + IDX_W;
     localparam integer LB = (LANES > 1) ? $clog2(LANES) : 1;
@@ -27,7 +26,6 @@ module fg_lane_reader #(
     wire final_lane = (cur == FINAL32[LB-1:0]);
     wire take = lane_valid[cur] && ((last && !final_lane) || out_ready);
 
-    assign has_data = lane_valid[cur];
     assign out_valid = lane_valid[cur] && (!last || final_lane);
     assign out_eov = last;
     assign out_idx = item[16 +: IDX_W];

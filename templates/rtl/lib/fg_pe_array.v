@@ -169,7 +169,7 @@ module fg_pe_array #(
 
             // Sparse output: nonzero values of real outputs (j < n_out), then the end marker.
             wire [31:0] j = (d2_a << PB) | g;
-            wire want = d2_valid && (d2_y[g*16 +: 16] != 16'd0) && (j < cfg_n_out);
+            wire want = !cfg_dense && d2_valid && (d2_y[g*16 +: 16] != 16'd0) && (j < cfg_n_out);
             assign lane_valid[g] = (markers || want) && !sent[g];
             assign lane_data[g*ITEM_W +: ITEM_W] = markers ? {1'b1, {(ITEM_W-1){1'b0}}}
                                                  : {1'b0, j[IDX_W-1:0], d2_y[g*16 +: 16]};
@@ -191,7 +191,7 @@ module fg_pe_array #(
     );
 
     assign dense_data = d2_y;
-    assign dense_valid = d2_valid && !markers;
+    assign dense_valid = cfg_dense && d2_valid;
     assign dense_last = (d2_a == cfg_depth - 32'd1);
 
     wire lanes_blocked = |(lane_valid & ~lane_ready);

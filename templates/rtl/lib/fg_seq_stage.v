@@ -29,6 +29,9 @@ module fg_seq_stage #(
     input  wire [B*ITEM_W-1:0]      in_data,
     input  wire [B-1:0]             in_valid,
     output wire [B-1:0]             in_ready,
+    input  wire                     in_vector,     // a whole input vector is in the channel
+    output wire                     in_done,       // pulse: the first layer has read its input vector
+    output wire                     out_done,      // pulse: the last layer has written its output
     output wire [P*ITEM_W-1:0]      out_data,
     output wire [P-1:0]             out_valid,
     input  wire [P-1:0]             out_ready,
@@ -96,27 +99,27 @@ module fg_seq_stage #(
     wire [IDX_W-1:0] e_idx, l_idx;
     /* verilator lint_on UNUSEDSIGNAL */
     wire [15:0] e_val, l_val;
-    wire e_eov, l_eov, e_valid, l_valid, e_has, l_has;
+    wire e_eov, l_eov, e_valid, l_valid;
     wire r_take;
     wire use_ext = first_layer;
     fg_lane_reader #(.LANES(B), .IDX_W(IDX_W)) u_ext_reader (
         .clk(clk), .rst(rst),
-        .lane_data(in_data), .lane_valid(in_valid & {B{use_ext && state == S_COMPUTE}}), .lane_ready(in_ready),
+        .lane_data(in_data), .lane_valid(in_valid & {B{use_ext && in_vector && state == S_COMPUTE}}),
+        .lane_ready(in_ready),
         .out_idx(e_idx), .out_val(e_val), .out_eov(e_eov), .out_valid(e_valid),
-        .out_ready(r_take && use_ext), .has_data(e_has)
+        .out_ready(r_take && use_ext)
     );
     fg_lane_reader #(.LANES(P), .IDX_W(IDX_W)) u_loop_reader (
         .clk(clk), .rst(rst),
         .lane_data(loop_data), .lane_valid(loop_valid & {P{!use_ext && state == S_COMPUTE}}),
         .lane_ready(loop_ready),
         .out_idx(l_idx), .out_val(l_val), .out_eov(l_eov), .out_valid(l_valid),
-        .out_ready(r_take && !use_ext), .has_data(l_has)
+        .out_ready(r_take && !use_ext)
     );
     wire [IDX_W-1:0] r_idx = use_ext ? e_idx : l_idx;
     wire [15:0] r_val = use_ext ? e_val : l_val;
     wire r_eov = use_ext ? e_eov : l_eov;
     wire r_valid = use_ext ? e_valid : l_valid;
-    wire r_has_data = use_ext ? e_has : l_has;
 
     genvar g;
     generate
@@ -139,8 +142,12 @@ module fg_seq_stage #(
     wire s2_take;
     assign r_take = r_valid && (!s1_valid || s2_take) && state == S_COMPUTE && !eov_loaded;
     wire [START_W+CNT_W-1:0] row;
+    // Row tables of all layers are stacked; the address is wider than any one layer's index.
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [31:0] row_address = {{(32 - ROW_AW){1'b0}}, d_row_base} + {{(32 - IDX_W){1'b0}}, r_idx};
+    /* verilator lint_on UNUSEDSIGNAL */
     fg_rom #(.WIDTH(START_W + CNT_W), .DEPTH(ROWS), .INIT(ROWS_FILE)) u_rows (
-        .clk(clk), .en(r_take), .addr(d_row_base + r_idx[ROW_AW-1:0]), .data(row)
+        .clk(clk), .en(r_take), .addr(row_address[ROW_AW-1:0]), .data(row)
     );
     wire [START_W-1:0] row_start = row[CNT_W +: START_W];
     wire [CNT_W-1:0] row_beats = row[CNT_W-1:0];
@@ -295,18 +302,22 @@ module fg_seq_stage #(
         end
     end
 
+    assign in_done = r_take && r_eov && first_layer;
+    assign out_done = drain_done && last_layer;
+
     // ---- performance counters (per layer) -------------------------------------------------------
-    wire memory_pending = s1_valid || q_valid || xq_valid || !reader_idle;
-    wire starved = !r_has_data && !memory_pending;
+    // A layer's compute runs from the cycle its whole input is there to the issue of its end,
+    // memory waits included; its drain's cycles stalled on full output lanes are not counted.
+    wire drain_stall = draining && (dense_valid ? !dense_ready : |(pe_valid & ~pe_ready));
     always @(posedge clk) begin
         if (rst) begin
             perf_busy <= {(32 * LAYERS){1'b0}};
             perf_drain <= {(32 * LAYERS){1'b0}};
             perf_vectors <= 32'd0;
         end else begin
-            if (state == S_COMPUTE && !eov_sent && !starved)
+            if (state == S_COMPUTE && !eov_sent && (!first_layer || in_vector))
                 perf_busy[layer*32 +: 32] <= perf_busy[layer*32 +: 32] + 32'd1;
-            if (draining) perf_drain[layer*32 +: 32] <= perf_drain[layer*32 +: 32] + 32'd1;
+            if (draining && !drain_stall) perf_drain[layer*32 +: 32] <= perf_drain[layer*32 +: 32] + 32'd1;
             if (drain_done && last_layer) perf_vectors <= perf_vectors + 32'd1;
         end
     end

@@ -1,0 +1,29 @@
+"""Reading and writing user arrays (.npy), with errors that name the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .atomic import atomic_file
+from .errors import FpgagenError
+
+
+def read_array(path: Path | None) -> np.ndarray | None:
+    """Load a .npy file, with an error that names it when it cannot be used."""
+    if path is None:
+        return None
+    path = Path(path)
+    if not path.is_file():
+        raise FpgagenError(f"{path}: no such file")
+    try:
+        return np.load(path, allow_pickle=False)
+    except Exception as exc:
+        raise FpgagenError(f"{path}: not a readable .npy array ({exc})") from None
+
+
+def write_array(path: Path, array: np.ndarray) -> None:
+    with atomic_file(path) as work:
+        with open(work, "wb") as handle:
+            np.save(handle, array)

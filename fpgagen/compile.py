@@ -1,0 +1,116 @@
+"""`fpgagen compile`: model file in, complete design folder out.
+
+read -> quantize -> measure activity -> schedule -> plan -> emit HLS and RTL, write the off-chip
+weight images, test vectors and manifest. The folder is built beside the target and moved into
+place only when complete.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .arrays import read_array
+from .atomic import atomic_directory
+from .backends.engine_plan import plan_engine
+from .backends.hls.emit import emit_hls
+from .backends.rtl.emit import emit_rtl
+from .errors import FpgagenError
+from .frontend import load_model
+from .golden import flatten_inputs
+from .ir import Model
+from .manifest import build_manifest, write_manifest
+from .numerics import parse_precision
+from .passes.quantize import quantize
+from .schedule.boards import Board, load_board
+from .schedule.cost_model import Activity
+from .schedule.scheduler import schedule
+from .vectors import DEFAULT_COUNT, default_inputs, golden_vectors, write_vectors
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    board: str = "u280"
+    precision: str = "w8a16"
+    policy: str = "auto"
+    objective: str = "throughput"
+    calib: Path | None = None
+    pes: int | None = None
+    act_density: float | None = None
+    vectors: int = DEFAULT_COUNT
+
+
+@dataclass(frozen=True)
+class CompileSummary:
+    outdir: Path
+    model: Model
+    seconds: float
+    bytes_written: int
+
+
+def default_outdir(model_path: Path) -> Path:
+    return Path("hls_out") / load_model(model_path).name
+
+
+def compile_model(
+    model_path: Path,
+    outdir: Path,
+    options: CompileOptions = CompileOptions(),
+    step: Callable[[str], None] = lambda _: None,
+) -> CompileSummary:
+    """Compile `model_path` into `outdir` (replaced atomically); `step` hears each stage's name."""
+    started = time.perf_counter()
+    precision = parse_precision(options.precision)
+    if precision is None:
+        raise FpgagenError("precision float has no hardware; compile with a fixed-point precision such as w8a16")
+    if options.vectors < 1:
+        raise FpgagenError(f"--vectors {options.vectors}: at least one test vector is needed")
+    board = load_board(options.board)
+    step("reading the model")
+    model = load_model(model_path)
+    calib = None
+    if options.calib is not None:
+        calib = flatten_inputs(model, read_array(options.calib), str(options.calib))
+    step("quantizing")
+    model = quantize(model, precision, calib)
+    if options.act_density is not None:
+        activity = Activity.uniform(model, options.act_density)
+    elif calib is not None:
+        activity = Activity.from_calibration(model, calib)
+    else:
+        activity = Activity.uniform(model)
+    step("scheduling")
+    model = schedule(model, board, options.policy, options.objective, activity, pes=options.pes)
+    inputs = calib[: options.vectors] if calib is not None else default_inputs(model, options.vectors)
+    with atomic_directory(Path(outdir)) as work:
+        write_design(model, board, work, inputs, model_path, options.calib, step)
+        written = sum(path.stat().st_size for path in work.rglob("*") if path.is_file())
+    return CompileSummary(Path(outdir), model, time.perf_counter() - started, written)
+
+
+def write_design(
+    model: Model,
+    board: Board,
+    folder: Path,
+    inputs: np.ndarray,
+    source: Path | None = None,
+    calib: Path | None = None,
+    step: Callable[[str], None] = lambda _: None,
+) -> None:
+    """Write every output of a quantized, scheduled model into `folder` (`source`: its model file,
+    recorded so that the design can be re-simulated on new inputs)."""
+    step("planning the engine")
+    plan = plan_engine(model)
+    step("writing the HLS project")
+    emit_hls(model, folder / "hls", plan)
+    step("writing the RTL")
+    emit_rtl(model, folder / "rtl", plan)
+    for stage in plan.sequential:
+        (folder / f"weights{stage.port}.bin").write_bytes(stage.offchip_image)
+    step("computing test vectors")
+    write_vectors(model, golden_vectors(model, inputs), folder / "vectors")
+    write_manifest(build_manifest(model, plan, board, source, calib), folder)

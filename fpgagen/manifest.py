@@ -1,0 +1,173 @@
+"""OUTDIR/manifest.json: the machine-readable summary of a compiled design (docs/manifest.md).
+
+Written by `fpgagen compile`; read by `fpgagen csim/sim/synth/report`, the cocotb testbench and
+the tests. It also records how the design was made (model file, precision, calibration inputs,
+schedule), so the same quantized, scheduled model can be rebuilt for new inputs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import __version__
+from .arrays import read_array
+from .backends.engine_plan import EnginePlan
+from .backends.rtl.emit import ControlMap
+from .errors import FpgagenError
+from .frontend import load_model
+from .golden import flatten_inputs
+from .ir import Model, Schedule, Stage
+from .numerics import parse_precision
+from .passes.quantize import quantize
+from .schedule.apply import apply_schedule
+from .schedule.boards import Board
+
+SCHEMA = "fpgagen.manifest/1"
+NAME = "manifest.json"
+
+
+def build_manifest(model: Model, plan: EnginePlan, board: Board, source: Path | None, calib: Path | None) -> dict:
+    schedule = model.schedule
+    estimate = schedule.estimate.to_dict() if schedule.estimate is not None else None
+    estimated_layers = {entry["name"]: entry for entry in (estimate or {}).get("layers", [])}
+    control = ControlMap.for_ports(len(plan.sequential))
+    return {
+        "schema": SCHEMA,
+        "fpgagen": __version__,
+        "source": {
+            "model": str(Path(source).resolve()) if source else None,
+            "calib": str(Path(calib).resolve()) if calib else None,
+        },
+        "model": {
+            "name": model.name,
+            "input": model.input_name,
+            "output": model.output_name,
+            "input_shape": list(model.input_shape),
+            "in_features": model.in_features,
+            "out_features": model.out_features,
+            "layers": len(model.layers),
+            "nnz": sum(layer.numerics.weights_q.nnz for layer in model.layers),
+        },
+        "precision": model.precision.name,
+        "board": {"name": board.name, "part": board.part, "clock_mhz": schedule.clock_mhz},
+        "schedule": {
+            "policy": schedule.policy,
+            "objective": schedule.objective,
+            "in_lanes": schedule.in_lanes,
+            "stages": [
+                {"mode": s.mode, "layers": list(s.layers), "pes": s.pes, "weight_memory": s.weight_memory}
+                for s in schedule.stages
+            ],
+        },
+        "layers": [_layer_entry(model, plan, index, estimated_layers) for index in range(len(model.layers))],
+        "estimate": estimate,
+        "hls": {"folder": "hls", "top": plan.top},
+        "rtl": {
+            "folder": "rtl",
+            "toplevel": plan.top,
+            "core": f"{model.name}_core",
+            "in_lanes": plan.in_lanes,
+            "out_lanes": plan.out_lanes,
+            "in_features": model.in_features,
+            "out_features": model.out_features,
+            "last_layer": model.layers[-1].name,
+            "control": {"batch": control.register("batch")}
+            | {f"weights{s.port}": control.register(f"weights{s.port}") for s in plan.sequential},
+            "ports": [
+                {
+                    "port": s.port,
+                    "data_bits": 32 * s.pes,
+                    "image": f"weights{s.port}.bin",
+                    "bytes_per_cycle": board.bytes_per_cycle,
+                }
+                for s in plan.sequential
+            ],
+            "perf": [
+                {"layer": layer.layer.name, "instance": f"u_stage{s.index}", "slot": slot}
+                for s in plan.stages
+                for slot, layer in enumerate(s.layers)
+            ],
+        },
+        "vectors": "vectors",
+    }
+
+
+def _layer_entry(model: Model, plan: EnginePlan, index: int, estimated: dict) -> dict:
+    layer = model.layers[index]
+    numerics = layer.numerics
+    stage_plan = plan.stages[layer.schedule.stage]
+    layer_plan = next(entry for entry in stage_plan.layers if entry.index == index)
+    return {
+        "name": layer.name,
+        "origin": layer.origin,
+        "in_features": layer.in_features,
+        "out_features": layer.out_features,
+        "nnz": numerics.weights_q.nnz,
+        "density": numerics.weights_q.nnz / (layer.in_features * layer.out_features),
+        "activation": str(layer.activation),
+        "formats": {
+            "input": str(numerics.input_format),
+            "weight": str(numerics.weight_format),
+            "output": str(numerics.output_format),
+            "acc_bits": numerics.acc_bits,
+            "shift": numerics.shift,
+            "lo_q": numerics.lo_q,
+            "hi_q": numerics.hi_q,
+        },
+        "mode": layer.schedule.mode,
+        "pes": layer.schedule.pes,
+        "stage": layer.schedule.stage,
+        "weight_memory": layer.schedule.weight_memory,
+        "beats": layer_plan.beats,
+        "lane_efficiency": numerics.weights_q.nnz / max(1, layer_plan.beats * layer.schedule.pes),
+        "estimate": estimated.get(layer.name),
+    }
+
+
+def write_manifest(manifest: dict, outdir: Path) -> None:
+    (Path(outdir) / NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+
+def read_manifest(outdir: Path) -> dict:
+    path = Path(outdir) / NAME
+    if not path.is_file():
+        raise FpgagenError(f"{outdir}: no {NAME}; compile a model into it first (fpgagen compile MODEL -o {outdir})")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise FpgagenError(f"{path}: not readable JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
+        raise FpgagenError(f"{path}: not an fpgagen manifest of schema {SCHEMA}")
+    return manifest
+
+
+def model_from_manifest(outdir: Path) -> Model:
+    """The quantized, scheduled model OUTDIR was compiled from: the same model file, precision,
+    calibration and schedule give the same fixed-point formats, so it computes what the design does."""
+    manifest = read_manifest(outdir)
+    try:
+        source = manifest["source"]
+        precision = parse_precision(manifest["precision"])
+        recorded = manifest["schedule"]
+        stages = tuple(
+            Stage(stage["mode"], tuple(stage["layers"]), int(stage["pes"]), stage["weight_memory"])
+            for stage in recorded["stages"]
+        )
+        schedule = Schedule(
+            stages=stages,
+            in_lanes=int(recorded["in_lanes"]),
+            board=manifest["board"]["name"],
+            clock_mhz=float(manifest["board"]["clock_mhz"]),
+            policy=recorded["policy"],
+            objective=recorded["objective"],
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FpgagenError(f"{outdir}/{NAME}: incomplete manifest ({exc!r})") from None
+    if not source.get("model"):
+        raise FpgagenError(f"{outdir}: the design was not compiled from a model file; it cannot take new inputs")
+    model = load_model(Path(source["model"]))
+    calib = None
+    if source.get("calib"):
+        calib = flatten_inputs(model, read_array(Path(source["calib"])), source["calib"])
+    return apply_schedule(quantize(model, precision, calib), schedule)
