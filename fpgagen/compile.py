@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +27,8 @@ from .manifest import build_manifest, write_manifest
 from .numerics import parse_precision
 from .passes.quantize import quantize
 from .schedule.boards import Board, load_board
-from .schedule.cost_model import Activity
-from .schedule.scheduler import schedule
+from .schedule.cost_model import Activity, CostModel
+from .schedule.scheduler import DEFAULT_BATCH, schedule
 from .vectors import DEFAULT_COUNT, default_inputs, golden_vectors, write_vectors
 
 
@@ -102,7 +102,12 @@ def write_design(
     step: Callable[[str], None] = lambda _: None,
 ) -> None:
     """Write every output of a quantized, scheduled model into `folder` (`source`: its model file,
-    recorded so that the design can be re-simulated on new inputs)."""
+    recorded so that the design can be re-simulated on new inputs). A schedule made by hand gets
+    the cost model's estimate here, with the activity of `inputs`."""
+    if model.schedule.estimate is None:
+        cost = CostModel(model, board, Activity.from_calibration(model, inputs))
+        estimate = cost.estimate(model.schedule.stages, DEFAULT_BATCH)
+        model = replace(model, schedule=replace(model.schedule, estimate=estimate))
     step("planning the engine")
     plan = plan_engine(model)
     step("writing the HLS project")

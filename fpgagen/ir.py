@@ -70,7 +70,7 @@ class LayerNumerics:
 
 
 DATAFLOW, SEQUENTIAL = "dataflow", "sequential"
-BRAM, URAM, OFFCHIP = "bram", "uram", "offchip"
+BRAM, OFFCHIP = "bram", "offchip"
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,9 @@ class Stage:
     mode: str  # DATAFLOW (one layer, weights on chip) or SEQUENTIAL (consecutive layers, off chip)
     layers: tuple[int, ...]  # indices into Model.layers, consecutive
     pes: int
-    weight_memory: str  # BRAM or URAM for dataflow stages, OFFCHIP for sequential ones
+    # BRAM for dataflow stages (a ROM initialized from the bitstream: block RAM, or LUTRAM when
+    # small; UltraScale+ UltraRAM cannot be initialized), OFFCHIP for sequential ones
+    weight_memory: str
 
 
 @dataclass(frozen=True)

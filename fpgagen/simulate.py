@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from .errors import FpgagenError
+from .manifest import read_manifest
 
 SIMULATORS = ("verilator", "icarus")
 TESTBENCH = "fpgagen.testbench.tb_engine"
@@ -46,21 +47,37 @@ def check_simulator(simulator: str) -> None:
 
 
 def run_rtl_simulation(
-    outdir: Path, vectors: Path, results: Path, simulator: str = "verilator", waves: bool = False
+    outdir: Path,
+    vectors: Path,
+    results: Path,
+    simulator: str = "verilator",
+    waves: bool = False,
+    core: bool = False,
+    rtl: Path | None = None,
+    toplevel: str | None = None,
 ) -> dict:
-    """Build (once per design and simulator) and run the testbench; return its results."""
+    """Build (once per design, simulator and top) and run the testbench; return its results.
+
+    `core` simulates the core with ap_ctrl_hs pins instead of the AXI4-Lite top; `rtl` and
+    `toplevel` point the same testbench at other Verilog, such as Vitis HLS's for the same design.
+    """
     from cocotb_tools.runner import get_runner
 
     check_simulator(simulator)
     outdir = Path(outdir).resolve()
-    manifest = json.loads((outdir / "manifest.json").read_text())
-    rtl = outdir / "rtl"
-    build = outdir / "sim_build" / simulator
+    manifest = read_manifest(outdir)
+    own_rtl = outdir / manifest["rtl"]["folder"]
+    rtl = Path(rtl).resolve() if rtl else own_rtl
+    if not rtl.is_dir() or not any(rtl.glob("*.v")):
+        raise FpgagenError(f"{rtl}: no Verilog (.v) files to simulate")
+    top = toplevel or (manifest["rtl"]["core"] if core else manifest["rtl"]["toplevel"])
+    build = outdir / "sim_build" / (simulator if rtl == own_rtl and top == manifest["rtl"]["toplevel"] else f"{simulator}-{top}")
     build.mkdir(parents=True, exist_ok=True)
-    memories = build / "mem"  # $readmemh paths are relative to where the simulator runs
-    if not memories.exists():
-        memories.symlink_to(os.path.relpath(rtl / "mem", build))
-    top = manifest["rtl"]["toplevel"]
+    # $readmemh paths are relative to where the simulator runs: our mem/ folder, Vitis's .dat files.
+    for data in [rtl / "mem", *rtl.glob("*.dat")]:
+        link = build / data.name
+        if data.exists() and not link.exists():
+            link.symlink_to(os.path.relpath(data, build))
     runner = get_runner(simulator)
     build_args = ["-Wno-fatal"] if simulator == "verilator" else []
     try:
@@ -77,23 +94,27 @@ def run_rtl_simulation(
     except Exception as exc:  # the runner raises CalledProcessError and friends on a failed build
         raise FpgagenError(f"{simulator} could not build {rtl} ({exc}); see {build / 'build.log'}") from None
     results.unlink(missing_ok=True)
-    runner.test(
-        hdl_toplevel=top,
-        hdl_toplevel_lang="verilog",
-        test_module=TESTBENCH,
-        build_dir=build,
-        test_dir=build,
-        timescale=("1ns", "1ps"),
-        waves=waves,
-        log_file=build / "sim.log",
-        extra_env={
-            "FPGAGEN_MANIFEST": str(outdir / "manifest.json"),
-            "FPGAGEN_VECTORS": str(Path(vectors).resolve()),
-            "FPGAGEN_RESULTS": str(Path(results).resolve()),
-            "COCOTB_LOG_LEVEL": "WARNING",
-            "PYTHONWARNINGS": "ignore::DeprecationWarning",
-        },
-    )
+    try:
+        runner.test(
+            hdl_toplevel=top,
+            hdl_toplevel_lang="verilog",
+            test_module=TESTBENCH,
+            build_dir=build,
+            test_dir=build,
+            timescale=("1ns", "1ps"),
+            waves=waves,
+            log_file=build / "sim.log",
+            extra_env={
+                "FPGAGEN_MANIFEST": str(outdir / "manifest.json"),
+                "FPGAGEN_VECTORS": str(Path(vectors).resolve()),
+                "FPGAGEN_RESULTS": str(Path(results).resolve()),
+                "COCOTB_LOG_LEVEL": "WARNING",
+                "PYTHONWARNINGS": "ignore::DeprecationWarning",
+            },
+        )
+    except SystemExit:
+        # The runner exits on a failed test (always under pytest); the verdict is in the results.
+        pass
     if not results.exists():
         raise FpgagenError(
             f"the {simulator} simulation of {outdir} stopped before writing results; see {build / 'sim.log'}"

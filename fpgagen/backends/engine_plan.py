@@ -97,9 +97,12 @@ class StagePlan:
         return image.tobytes()
 
 
+MASK_DEPTH = 4  # vectors a channel's mask FIFO holds (docs/engine.md)
+
+
 @dataclass(frozen=True, eq=False)
 class Channel:
-    """The lane FIFOs in front of a stage (or, for the last, none: the output is dense)."""
+    """The lane FIFOs (and mask FIFO) in front of a stage."""
 
     lanes: int
     length: int  # the vector length it carries

@@ -36,7 +36,9 @@ def main() -> None:
 
 
 # Registration: each module adds its commands to `app`.
-from . import analyze, compile, csim, examples, predict, prune, sim  # noqa: E402
-from . import schedule  # noqa: E402
+from . import analyze, compile, csim, demo, examples, predict, prune, report, schedule, sim, synth  # noqa: E402
 
-__all__ = ["analyze", "app", "compile", "csim", "examples", "main", "predict", "prune", "sim"]
+__all__ = [
+    "analyze", "app", "compile", "csim", "demo", "examples", "main", "predict", "prune", "report", "schedule",
+    "sim", "synth",
+]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import FpgagenError
-from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, LayerSchedule, Model, Schedule
+from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, LayerSchedule, Model, Schedule
 from ..layout import OFFCHIP_MAX_LOCAL
 
 DATAFLOW_PES = (1, 2, 4, 8, 16, 32, 64)
@@ -39,8 +39,12 @@ def _check_stage(model: Model, number: int, stage) -> None:
             raise FpgagenError(f"{where}: a dataflow stage runs exactly one layer")
         if stage.pes not in DATAFLOW_PES:
             raise FpgagenError(f"{where}: {stage.pes} PEs; a dataflow stage takes one of {DATAFLOW_PES}")
-        if stage.weight_memory not in (BRAM, URAM):
-            raise FpgagenError(f"{where}: dataflow weights live in bram or uram, not {stage.weight_memory}")
+        if stage.weight_memory != BRAM:
+            raise FpgagenError(
+                f"{where}: dataflow weights live in {BRAM}, not {stage.weight_memory!r}: a weight ROM needs "
+                "contents initialized from the bitstream, and UltraRAM cannot hold initialized ROM contents "
+                "on UltraScale+ parts"
+            )
     elif stage.mode == SEQUENTIAL:
         if stage.pes not in SEQUENTIAL_PES:
             raise FpgagenError(f"{where}: {stage.pes} PEs; a sequential stage takes one of {SEQUENTIAL_PES}")

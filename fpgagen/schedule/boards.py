@@ -66,7 +66,9 @@ def load_board(name_or_path: str | Path) -> Board:
         if not path.is_file():
             raise FpgagenError(f"{path}: no such board file")
         return _parse(path.read_text(encoding="utf-8"), str(path))
-    raise FpgagenError(f"unknown board {text!r}; built-in boards: {', '.join(builtin_boards())}, or a path to a .yaml profile")
+    raise FpgagenError(
+        f"unknown board {text!r}; built-in boards: {', '.join(builtin_boards())}, or a path to a .yaml profile"
+    )
 
 
 def _parse(text: str, where: str) -> Board:

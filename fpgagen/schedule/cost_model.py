@@ -4,9 +4,9 @@ Formulas only; the search over schedules is in scheduler.py. docs/cost-model.md 
 formula used here, with the constants and where they come from.
 
 Cycle counts are expectations per input vector: an input activation i costs its row's beats
-only when it is nonzero, which happens with probability p_i (the `Activity`). A stage's interval
-and latency are affine in B, the lanes of its input channel (one end marker per lane), which is
-the shape the scheduler's integer program needs: see `StageCost`.
+only when it is nonzero, which happens with probability p_i (the `Activity`). A stage's cycles
+depend on its own layers and P only (lane switches are free), so every stage the scheduler can
+choose has a fixed interval, latency and resource use: see `StageCost`.
 """
 
 from __future__ import annotations
@@ -21,15 +21,18 @@ import scipy.sparse as sp
 
 from ..errors import FpgagenError
 from ..golden import GoldenModel, flatten_inputs
-from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, Layer, Model, Stage
+from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, Layer, Model, Stage
 from ..layout import OFFCHIP_ENTRY_BYTES, beats_per_row
 from .boards import Board
 
-# Pipeline depths of the RTL (docs/engine.md, "Timing"). Initial values, to be calibrated
-# against RTL simulation.
-L_COMPUTE = 6
-L_DRAIN = 4
-L_MEMORY = 30
+# Pipeline depths of the RTL (docs/engine.md, "Timing"), measured in RTL simulation by
+# bench/bench_rtl.py: a vector's compute ends 2 cycles after its last row (the end token through
+# the issue stage), a drain 2 cycles after its last address (read, requantize), plus 2 more for a
+# sparse drain (the held items, then the mask); the AXI reader and RAM model add about 6.
+L_COMPUTE = 2
+L_DRAIN = 2
+L_FLUSH = 2
+L_MEMORY = 6
 
 # Logic per lane and per stage, linear in the accumulator width. Initial values, to be
 # calibrated against Yosys.
@@ -39,14 +42,14 @@ STAGE_LUT, STAGE_FF = 300, 300
 
 MAX_IN_LANES = 16
 CHANNEL_VALUE_BITS = 16  # activations travel between stages as 16-bit values (docs/engine.md)
+MASK_VECTORS = 4  # a channel's mask FIFO holds this many B-bit masks (docs/engine.md)
 
 # Memory mapping (docs/cost-model.md, "Memories").
 LUTRAM_MAX_BITS = 1024
 LUTRAM_DEPTH = 64  # bits per LUT used as distributed RAM
 BRAM36_SHAPES = ((32768, 1), (16384, 2), (8192, 4), (4096, 9), (2048, 18), (1024, 36), (512, 72))
 BRAM36_BITS = 36 * 1024
-URAM_DEPTH, URAM_WIDTH = 4096, 72
-URAM_BITS = URAM_DEPTH * URAM_WIDTH
+URAM_BITS = 4096 * 72  # on-chip capacity for the roofline only: URAM holds no weight ROM
 
 COMPUTE_BOUND, MEMORY_BOUND = "compute", "memory"
 RESOURCE_KINDS = ("dsp", "bram", "uram", "lut", "ff")
@@ -78,7 +81,11 @@ class Resources:
     # Spelled out: the scheduler adds up tens of thousands of these.
     def __add__(self, other: Resources) -> Resources:
         return Resources(
-            self.dsp + other.dsp, self.bram + other.bram, self.uram + other.uram, self.lut + other.lut, self.ff + other.ff
+            self.dsp + other.dsp,
+            self.bram + other.bram,
+            self.uram + other.uram,
+            self.lut + other.lut,
+            self.ff + other.ff,
         )
 
     def __mul__(self, count: int) -> Resources:
@@ -99,20 +106,22 @@ def board_budget(board: Board) -> Resources:
 
 
 @cache
-def memory_resources(depth: int, width: int, kind: str = BRAM) -> Resources:
-    """One memory of depth x width bits: LUTRAM when small, else BRAM36 (or URAM if asked)."""
+def memory_resources(depth: int, width: int) -> Resources:
+    """One memory of depth x width bits: LUTRAM when small, else BRAM36.
+
+    Never URAM: UltraScale+ UltraRAM cannot be initialized from the bitstream, so it cannot hold
+    a weight ROM (docs/cost-model.md, "Memories").
+    """
     if depth <= 0 or width <= 0:
         return Resources()
     if depth * width <= LUTRAM_MAX_BITS:
         return Resources(lut=width * math.ceil(depth / LUTRAM_DEPTH))
-    if kind == URAM:
-        return Resources(uram=math.ceil(width / URAM_WIDTH) * math.ceil(depth / URAM_DEPTH))
     return Resources(bram=min(math.ceil(width / w) * math.ceil(depth / d) for d, w in BRAM36_SHAPES))
 
 
 @cache
-def _memory_group(depth: int, width: int, kind: str, count: int) -> Resources:
-    return memory_resources(depth, width, kind) * count
+def _memory_group(depth: int, width: int, count: int) -> Resources:
+    return memory_resources(depth, width) * count
 
 
 @dataclass(frozen=True)
@@ -123,13 +132,35 @@ class Memory:
     depth: int
     width: int
     count: int = 1
-    kind: str = BRAM  # where a large memory goes: BRAM, or URAM for a dataflow weight ROM
 
     def resources(self) -> Resources:
-        return _memory_group(self.depth, self.width, self.kind, self.count)
+        return _memory_group(self.depth, self.width, self.count)
 
 
-def total(memories: list[Memory]) -> Resources:
+@dataclass(frozen=True)
+class MaskFifo:
+    """A channel's mask FIFO: MASK_VECTORS masks of one bit per lane, small enough for flip-flops."""
+
+    name: str
+    lanes: int
+
+    def resources(self) -> Resources:
+        return Resources(ff=MASK_VECTORS * self.lanes)
+
+
+def channel(name: str, length: int, lanes: int) -> list[Memory | MaskFifo]:
+    """A channel of `lanes` lanes carrying vectors of `length` activations (docs/engine.md).
+
+    Each lane FIFO holds a whole vector's share plus one item, or producer and consumer could
+    deadlock.
+    """
+    return [
+        Memory(f"{name} lanes", -(-length // lanes) + 1, item_bits(length), count=lanes),
+        MaskFifo(f"{name} mask", lanes),
+    ]
+
+
+def total(memories: list[Memory | MaskFifo]) -> Resources:
     return sum((memory.resources() for memory in memories), Resources())
 
 
@@ -195,6 +226,7 @@ class LayerWork:
     max_row_beats: int
     issued: float  # sum_i p_i max(1, beats_i): beats issued per vector
     streamed: float  # sum_i p_i beats_i: beats read from off chip per vector (sequential)
+    dense: bool  # the model's last layer: drains dense beats, no lanes to flush
 
     @property
     def local_depth(self) -> int:
@@ -202,7 +234,7 @@ class LayerWork:
 
     @property
     def drain(self) -> int:
-        return self.local_depth + 1 + L_DRAIN
+        return self.local_depth + L_DRAIN + (0 if self.dense else L_FLUSH)
 
     def memory_cycles(self, board: Board) -> float:
         """Cycles to bring the streamed beats (4P bytes each) over one memory channel."""
@@ -222,22 +254,12 @@ class LayerWork:
 
 @dataclass(frozen=True)
 class StageCost:
-    """A stage's cost as a function of B, the lanes of its input channel.
-
-    interval(B) = max(fixed_interval + B, floor_interval), latency(B) = fixed_latency + B.
-    """
+    """A stage's cycles per vector and resources, whatever stages surround it."""
 
     stage: Stage
-    fixed_interval: float
-    floor_interval: float  # a dataflow stage's drain (banks ping-pong); 0 for sequential stages
-    fixed_latency: float
+    interval: float
+    latency: float
     resources: Resources
-
-    def interval(self, lanes_in: int) -> float:
-        return max(self.fixed_interval + lanes_in, self.floor_interval)
-
-    def latency(self, lanes_in: int) -> float:
-        return self.fixed_latency + lanes_in
 
     @property
     def first(self) -> int:
@@ -307,7 +329,7 @@ class StageEstimate:
     layers: tuple[int, ...]
     pes: int
     weight_memory: str
-    lanes_in: int
+    lanes_in: int  # lanes of the channel that feeds it (the reader's K for the first stage)
     interval: float
     latency: float
     resources: Resources
@@ -375,7 +397,7 @@ class DesignEstimate:
                 "channel_gbps": board.channel_gbps,
             },
             "activity": self.activity,
-            "constants": {"L_compute": L_COMPUTE, "L_drain": L_DRAIN, "L_memory": L_MEMORY},
+            "constants": {"L_compute": L_COMPUTE, "L_drain": L_DRAIN, "L_flush": L_FLUSH, "L_memory": L_MEMORY},
             "reader": {
                 "in_lanes": self.reader.lanes,
                 "interval": self.reader.interval,
@@ -397,44 +419,47 @@ class DesignEstimate:
                     "steady_vectors_per_s": self.steady_vectors_per_s,
                 },
             },
-            "roofline": {
+            "roofline": {  # null for a bound that does not exist (no off-chip traffic, no work)
                 "useful_macs": roofline.useful_macs,
-                "compute_bound": roofline.compute_bound,
+                "compute_bound": _finite(roofline.compute_bound),
                 "offchip_bytes": roofline.offchip_bytes,
-                "memory_bound": None if math.isinf(roofline.memory_bound) else roofline.memory_bound,
-                "bound": roofline.bound,
+                "memory_bound": _finite(roofline.memory_bound),
+                "bound": _finite(roofline.bound),
                 "ratio": self.roofline_ratio,
             },
         }
 
 
 def engine_memories(
-    pes: int, accumulators: tuple[int, int], looped: tuple[int, int] | None, output: tuple[int, int] | None
-) -> list[Memory]:
+    pes: int, accumulators: tuple[int, int], looped: int | None, output: int | None
+) -> list[Memory | MaskFifo]:
     """The memories a sequential engine shares among its layers.
 
-    Accumulators (depth, width) for its widest layer; loop-back lanes for the widest layer whose
-    output feeds the next one, and output lanes for its last layer, each given as (local depth,
-    vector length), or None when there is no such layer (a single-layer stage loops nothing
-    back; the model's last layer drains dense beats, with no lanes).
+    Accumulators (depth, width) for its widest layer; a loop-back channel for the widest layer
+    whose output feeds the next one, and an output channel for its last layer, each given by its
+    vector length, or None when there is no such layer (a single-layer stage loops nothing back;
+    the model's last layer drains dense beats, with no lanes).
     """
     depth, width = accumulators
-    memories = [Memory("accumulators", depth, width, count=2 * pes)]
-    for name, lanes in (("loop-back lanes", looped), ("output lanes", output)):
-        if lanes is not None:
-            memories.append(Memory(name, lanes[0] + 1, item_bits(lanes[1]), count=pes))
+    memories: list[Memory | MaskFifo] = [Memory("accumulators", depth, width, count=2 * pes)]
+    for name, length in (("loop-back", looped), ("output", output)):
+        if length is not None:
+            memories += channel(name, length, pes)
     return memories
 
 
 @cache
-def engine_resources(
-    pes: int, accumulators: tuple[int, int], looped: tuple[int, int] | None, output: tuple[int, int] | None
-) -> Resources:
+def engine_resources(pes: int, accumulators: tuple[int, int], looped: int | None, output: int | None) -> Resources:
     return total(engine_memories(pes, accumulators, looped, output))
 
 
-def _lanes(work: LayerWork | None, dense: bool = False) -> tuple[int, int] | None:
-    return None if work is None or dense else (work.local_depth, work.out_features)
+def _length(work: LayerWork | None, dense: bool = False) -> int | None:
+    """The length of the vectors a layer sends down a channel; None if it sends none."""
+    return None if work is None or dense else work.out_features
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isinf(value) else value
 
 
 class CostModel:
@@ -475,6 +500,7 @@ class CostModel:
                 max_row_beats=int(beats.max(initial=0)),
                 issued=float(p @ np.maximum(beats, 1)),
                 streamed=float(p @ beats),
+                dense=index == len(self.layers) - 1,
             )
         return self._work[key]
 
@@ -484,47 +510,43 @@ class CostModel:
     def reader(self) -> ReaderCost:
         n_in = self.model.in_features
         lanes = in_lanes(n_in)
-        depth = -(-n_in // lanes)
-        fifo = Memory("input lanes", depth + 1, item_bits(n_in), count=lanes)
-        return ReaderCost(lanes, depth + 1, fifo.resources() + Resources(lut=STAGE_LUT, ff=STAGE_FF))
+        memories = channel("input", n_in, lanes)
+        return ReaderCost(lanes, -(-n_in // lanes) + 1, total(memories) + Resources(lut=STAGE_LUT, ff=STAGE_FF))
+
+    def compute(self, index: int, pes: int, mode: str) -> tuple[float, str]:
+        """Compute cycles of one layer on P lanes in `mode`, and which term dominates them."""
+        work = self.work(index, pes)
+        if mode == DATAFLOW:
+            return work.issued + L_COMPUTE, COMPUTE_BOUND
+        memory = work.memory_cycles(self.board)
+        bound = MEMORY_BOUND if memory > work.issued else COMPUTE_BOUND
+        return max(work.issued, memory) + L_COMPUTE + L_MEMORY, bound
 
     # Dataflow stages ---------------------------------------------------------------------------
 
-    def dataflow_memories(self, index: int, pes: int, weight_memory: str) -> list[Memory]:
+    def dataflow_memories(self, index: int, pes: int) -> list[Memory | MaskFifo]:
         work = self.work(index, pes)
         local_bits = bits_for(work.local_depth - 1)
-        memories = [
-            Memory("weights", work.beats, pes * (1 + local_bits + work.weight_bits), kind=weight_memory),
+        memories: list[Memory | MaskFifo] = [
+            Memory("weights", work.beats, pes * (1 + local_bits + work.weight_bits)),
             *work.table_memories(),
             Memory("accumulators", work.local_depth, work.acc_bits, count=2 * pes),
         ]
         if not self.is_last(index):  # the last layer drains dense beats straight to AXI4-Stream out
-            memories.append(Memory("output lanes", work.local_depth + 1, item_bits(work.out_features), count=pes))
+            memories += channel("output", work.out_features, pes)
         return memories
 
-    def dataflow(self, index: int, pes: int, weight_memory: str = BRAM) -> StageCost:
+    def dataflow(self, index: int, pes: int) -> StageCost:
         work = self.work(index, pes)
-        compute = work.issued + L_COMPUTE  # + B
-        resources = total(self.dataflow_memories(index, pes, weight_memory)) + lane_logic(pes, work.acc_bits)
+        compute, _ = self.compute(index, pes, DATAFLOW)
         return StageCost(
-            stage=Stage(DATAFLOW, (index,), pes, weight_memory),
-            fixed_interval=compute,
-            floor_interval=work.drain,
-            fixed_latency=compute + work.drain,
-            resources=resources,
+            stage=Stage(DATAFLOW, (index,), pes, BRAM),
+            interval=max(compute, work.drain),  # the two accumulator banks ping-pong
+            latency=compute + work.drain,
+            resources=total(self.dataflow_memories(index, pes)) + lane_logic(pes, work.acc_bits),
         )
 
-    def dataflow_compute(self, index: int, pes: int, lanes_in: int) -> float:
-        return self.work(index, pes).issued + lanes_in + L_COMPUTE
-
     # Sequential stages -------------------------------------------------------------------------
-
-    def sequential_compute(self, index: int, pes: int, lanes_in: int) -> tuple[float, str]:
-        """Compute cycles of one layer on a sequential engine, and which term dominates."""
-        work = self.work(index, pes)
-        memory = work.memory_cycles(self.board)
-        bound = MEMORY_BOUND if memory > work.issued else COMPUTE_BOUND
-        return max(work.issued, memory) + lanes_in + L_COMPUTE + L_MEMORY, bound
 
     def sequential_runs(self, first: int, pes: int) -> Iterator[StageCost]:
         """Sequential stages on P lanes running layers first..b, for b = first, first+1, ...
@@ -542,28 +564,26 @@ class CostModel:
             if previous is not None and (looped is None or previous.out_features > looped.out_features):
                 looped = previous
             tables = tables + self.tables(last, pes)
-            # every layer after the first reads its inputs from the P loop-back lanes
-            compute, _ = self.sequential_compute(last, pes, 0 if last == first else pes)
+            compute, _ = self.compute(last, pes, SEQUENTIAL)
             time += compute + work.drain
             depth, acc_bits = max(depth, work.local_depth), max(acc_bits, work.acc_bits)
-            engine = engine_resources(pes, (depth, acc_bits), _lanes(looped), _lanes(work, self.is_last(last)))
+            engine = engine_resources(pes, (depth, acc_bits), _length(looped), _length(work, self.is_last(last)))
             yield StageCost(
                 stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP),
-                fixed_interval=time,
-                floor_interval=0.0,
-                fixed_latency=time,
+                interval=time,
+                latency=time,
                 resources=tables + engine + lane_logic(pes, acc_bits),
             )
             previous = work
 
-    def sequential_memories(self, first: int, last: int, pes: int) -> list[Memory]:
+    def sequential_memories(self, first: int, last: int, pes: int) -> list[Memory | MaskFifo]:
         """Every memory of a sequential stage running layers first..last."""
         works = [self.work(index, pes) for index in range(first, last + 1)]
         looped = max(works[:-1], key=lambda w: w.out_features, default=None)
         accumulators = (max(w.local_depth for w in works), max(w.acc_bits for w in works))
-        tables = [memory for work in works for memory in work.table_memories()]
-        output = _lanes(works[-1], self.is_last(last))
-        return tables + engine_memories(pes, accumulators, _lanes(looped), output)
+        tables: list[Memory | MaskFifo] = [memory for work in works for memory in work.table_memories()]
+        output = _length(works[-1], self.is_last(last))
+        return tables + engine_memories(pes, accumulators, _length(looped), output)
 
     def tables(self, index: int, pes: int) -> Resources:
         """Resources of a layer's row table and bias ROM on P lanes."""
@@ -580,7 +600,7 @@ class CostModel:
 
     def stage(self, stage: Stage) -> StageCost:
         if stage.mode == DATAFLOW:
-            return self.dataflow(stage.layers[0], stage.pes, stage.weight_memory)
+            return self.dataflow(stage.layers[0], stage.pes)
         return self.sequential(stage.layers[0], stage.layers[-1], stage.pes)
 
     # Whole designs -----------------------------------------------------------------------------
@@ -623,7 +643,7 @@ class CostModel:
         stage_estimates: list[StageEstimate] = []
         for number, stage in enumerate(stages):
             cost = self.stage(stage)
-            layer_estimates += self._layer_estimates(number, stage, lanes_in, cost)
+            layer_estimates += self._layer_estimates(number, stage, cost)
             stage_estimates.append(
                 StageEstimate(
                     index=number,
@@ -632,8 +652,8 @@ class CostModel:
                     pes=stage.pes,
                     weight_memory=stage.weight_memory,
                     lanes_in=lanes_in,
-                    interval=cost.interval(lanes_in),
-                    latency=cost.latency(lanes_in),
+                    interval=cost.interval,
+                    latency=cost.latency,
                     resources=cost.resources,
                 )
             )
@@ -650,16 +670,10 @@ class CostModel:
             roofline=self.roofline(),
         )
 
-    def _layer_estimates(self, number: int, stage: Stage, lanes_in: int, cost: StageCost) -> list[LayerEstimate]:
+    def _layer_estimates(self, number: int, stage: Stage, cost: StageCost) -> list[LayerEstimate]:
         estimates = []
-        for position, index in enumerate(stage.layers):
-            work = self.work(index, stage.pes)
-            lanes = lanes_in if position == 0 else stage.pes
-            if stage.mode == DATAFLOW:
-                compute, bound, resources = self.dataflow_compute(index, stage.pes, lanes), COMPUTE_BOUND, cost.resources
-            else:
-                compute, bound = self.sequential_compute(index, stage.pes, lanes)
-                resources = self.tables(index, stage.pes)
+        for index in stage.layers:
+            compute, bound = self.compute(index, stage.pes, stage.mode)
             estimates.append(
                 LayerEstimate(
                     index=index,
@@ -669,9 +683,10 @@ class CostModel:
                     stage=number,
                     weight_memory=stage.weight_memory,
                     compute=compute,
-                    drain=work.drain,
+                    drain=self.work(index, stage.pes).drain,
                     bound=bound,
-                    resources=resources,
+                    # a dataflow layer is its stage; a sequential one owns its tables only
+                    resources=cost.resources if stage.mode == DATAFLOW else self.tables(index, stage.pes),
                 )
             )
         return estimates

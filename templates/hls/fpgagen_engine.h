@@ -1,12 +1,14 @@
 // fpgagen engine library: the building blocks of docs/engine.md as Vitis HLS C++ templates.
 //
-// A design is a DATAFLOW region of stages linked by channels of lanes (arrays of hls::stream).
-// Lane b of a channel carries the nonzero activations whose index is b modulo the lane count, in
-// increasing order, then one end marker. Output j of a layer belongs to lane j mod P, at local
-// address j div P. The generated top function instantiates these templates with each layer's
-// sizes (a `cfg` struct) and its tables (const arrays in weights/*.h); nothing here is specific to
-// a model. The arithmetic is docs/numerics.md: exact integer sums, then a shift that rounds half
-// up and a clamp.
+// A design is a DATAFLOW region of stages linked by channels. A channel of B lanes is an array of
+// B lane streams plus one mask stream of B-bit words. Lane b carries the nonzero activations whose
+// index is b modulo B, in increasing order, the lane's final one of the vector marked `last`; a lane
+// without nonzero activations carries nothing. After a whole vector the producer writes its mask
+// (bit b: lane b holds items of that vector), and the consumer reads the mask first, then only the
+// lanes it names. Output j of a layer belongs to lane j mod P, at local address j div P. The
+// generated top function instantiates these templates with each layer's sizes (a `cfg` struct) and
+// its tables (const arrays in weights/*.h); nothing here is specific to a model. The arithmetic is
+// docs/numerics.md: exact integer sums, then a shift that rounds half up and a clamp.
 #ifndef FPGAGEN_ENGINE_H
 #define FPGAGEN_ENGINE_H
 
@@ -21,7 +23,7 @@ namespace fpgagen {
 // Activations travel as 16-bit values whatever the precision (activation widths are at most 16).
 typedef ap_int<16> act_t;
 
-// One entry of a lane: a nonzero activation and its index, or the end-of-vector marker.
+// One entry of a lane: a nonzero activation and its index; `last` on the lane's final one of a vector.
 template <int INDEX_BITS>
 struct item {
     ap_uint<INDEX_BITS> index;
@@ -30,21 +32,67 @@ struct item {
 };
 
 template <class Item>
-inline Item activation(unsigned index, act_t value) {
+inline Item activation(unsigned index, act_t value, bool last = false) {
     Item entry;
     entry.index = index;
     entry.value = value;
-    entry.last = false;
+    entry.last = last;
     return entry;
 }
 
-template <class Item>
-inline Item end_marker() {
-    Item entry;
-    entry.index = 0;
-    entry.value = 0;
-    entry.last = true;
-    return entry;
+// ---------------------------------------------------------------------------------------------
+// The producer's side of a channel. A lane's item is only known to be its last when the next one
+// (or the end of the vector) comes, so each lane's newest item waits in `held` until then.
+
+template <int B, class Item>
+inline void clear_held(Item held[B], bool holding[B]) {
+    for (int b = 0; b < B; ++b) {
+#pragma HLS UNROLL
+        held[b] = activation<Item>(0, 0);
+        holding[b] = false;
+    }
+}
+
+// Lane b's next item: the one it displaces was not the lane's last.
+template <int B, class Item>
+inline void put(hls::stream<Item> (&lanes)[B], Item held[B], bool holding[B], int b, const Item& next) {
+#pragma HLS INLINE
+    if (holding[b]) {
+        lanes[b].write(held[b]);
+    }
+    held[b] = next;
+    holding[b] = true;
+}
+
+// The end of a vector: the held items are their lanes' last, then the mask of the lanes written.
+template <int B, class Item>
+inline void close_vector(hls::stream<Item> (&lanes)[B], hls::stream<ap_uint<B> >& mask, Item held[B], bool holding[B]) {
+#pragma HLS INLINE
+    ap_uint<B> written = 0;
+    for (int b = 0; b < B; ++b) {
+#pragma HLS UNROLL
+        if (holding[b]) {
+            Item closing = held[b];
+            closing.last = true;
+            lanes[b].write(closing);
+            written = written | (ap_uint<B>(1) << b);
+            holding[b] = false;
+        }
+    }
+    mask.write(written);
+}
+
+// The consumer's priority encoder: the lowest lane whose bit is set in a nonzero mask.
+template <int B>
+inline int lowest_lane(ap_uint<B> pending) {
+    int lane = 0;
+    for (int b = B - 1; b >= 0; --b) {
+#pragma HLS UNROLL
+        if (((pending >> b) & 1) != 0) {
+            lane = b;
+        }
+    }
+    return lane;
 }
 
 // A row of the weight layout to issue: `beats` beats from `start`, each multiplied by `x`.
@@ -133,30 +181,33 @@ inline act_t requantize(ap_int<ACC> acc, Bias bias, int shift, int lo, int hi) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Where a drain goes: the next stage's lanes (sparse: nonzero outputs only, then end markers), or
+// Where a drain goes, given as the trailing arguments `out...` of the functions below: the next
+// stage's channel (lanes, mask: nonzero outputs only, each lane's newest held back in `held`), or
 // the model's output stream (dense: one beat of P values per local address, TLAST on the last).
 
 template <int P, class Item>
-inline void emit(hls::stream<Item> (&out)[P], const act_t y[P], unsigned address, unsigned /* depth */, unsigned n_out) {
+inline void emit(Item held[P], bool holding[P], const act_t y[P], unsigned address, unsigned /* depth */, unsigned n_out,
+                 hls::stream<Item> (&lanes)[P], hls::stream<ap_uint<P> >& /* mask: written at the end */) {
+#pragma HLS INLINE
     for (int p = 0; p < P; ++p) {
 #pragma HLS UNROLL
         const unsigned j = address * P + p;
         if (y[p] != 0 && j < n_out) {
-            out[p].write(activation<Item>(j, y[p]));
+            put<P>(lanes, held, holding, p, activation<Item>(j, y[p]));
         }
     }
 }
 
 template <int P, class Item>
-inline void finish(hls::stream<Item> (&out)[P]) {
-    for (int p = 0; p < P; ++p) {
-#pragma HLS UNROLL
-        out[p].write(end_marker<Item>());
-    }
+inline void finish(Item held[P], bool holding[P], hls::stream<Item> (&lanes)[P], hls::stream<ap_uint<P> >& mask) {
+#pragma HLS INLINE
+    close_vector<P>(lanes, mask, held, holding);
 }
 
-template <int P, class Beat>
-inline void emit(hls::stream<Beat>& out, const act_t y[P], unsigned address, unsigned depth, unsigned /* n_out */) {
+template <int P, class Item, class Beat>
+inline void emit(Item* /* held: a dense output writes every value at once */, bool* /* holding */, const act_t y[P],
+                 unsigned address, unsigned depth, unsigned /* n_out */, hls::stream<Beat>& out) {
+#pragma HLS INLINE
     Beat beat;
     for (int p = 0; p < P; ++p) {
 #pragma HLS UNROLL
@@ -168,13 +219,13 @@ inline void emit(hls::stream<Beat>& out, const act_t y[P], unsigned address, uns
     out.write(beat);
 }
 
-template <int P, class Beat>
-inline void finish(hls::stream<Beat>& /* out: a dense output has no end markers */) {}
+template <int P, class Item, class Beat>
+inline void finish(Item* /* held */, bool* /* holding */, hls::stream<Beat>& /* out: TLAST has ended the vector */) {}
 
 // Drain one local address of a bank in all lanes: requantize, clear, and emit the outputs.
-template <int P, int DEPTH, int ACC, class Bias, class Out>
+template <int P, int DEPTH, int ACC, class Bias, class Item, class... Out>
 inline void drain_address(ap_int<ACC> acc[P][DEPTH], const Bias bias[P][DEPTH], unsigned address, unsigned n_out, int shift,
-                          int lo, int hi, Out& out) {
+                          int lo, int hi, Item held[P], bool holding[P], Out&... out) {
     act_t y[P];
 #pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
     for (int p = 0; p < P; ++p) {
@@ -183,15 +234,20 @@ inline void drain_address(ap_int<ACC> acc[P][DEPTH], const Bias bias[P][DEPTH], 
         y[p] = exists ? requantize<ACC>(acc[p][address], bias[p][address], shift, lo, hi) : act_t(0);
         acc[p][address] = 0;
     }
-    emit<P>(out, y, address, DEPTH, n_out);
+    emit<P>(held, holding, y, address, DEPTH, n_out, out...);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Input reader: ceil(N/K) AXI4-Stream beats of K 16-bit values per vector (x[t*K + k] in bits
-// 16k+15..16k of beat t); nonzero values go to lane k, then every lane gets its end marker.
+// 16k+15..16k of beat t); nonzero values go to lane k, then the vector's mask.
 
 template <int K, int N, class Item, class Beat>
-void read_input(hls::stream<Beat>& x_in, hls::stream<Item> (&lanes)[K], int batch) {
+void read_input(hls::stream<Beat>& x_in, hls::stream<Item> (&lanes)[K], hls::stream<ap_uint<K> >& mask, int batch) {
+    Item held[K];
+    bool holding[K];
+#pragma HLS ARRAY_PARTITION variable=held type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=holding type=complete dim=1
+    clear_held<K>(held, holding);
     for (int v = 0; v < batch; ++v) {
         for (int t = 0; t < (N + K - 1) / K; ++t) {
 #pragma HLS PIPELINE II=1
@@ -200,11 +256,11 @@ void read_input(hls::stream<Beat>& x_in, hls::stream<Item> (&lanes)[K], int batc
 #pragma HLS UNROLL
                 const act_t x = beat.data.range(16 * k + 15, 16 * k);
                 if (x != 0 && t * K + k < N) {
-                    lanes[k].write(activation<Item>(t * K + k, x));
+                    put<K>(lanes, held, holding, k, activation<Item>(t * K + k, x));
                 }
             }
         }
-        finish<K>(lanes);
+        close_vector<K>(lanes, mask, held, holding);
     }
 }
 
@@ -214,26 +270,28 @@ void read_input(hls::stream<Beat>& x_in, hls::stream<Item> (&lanes)[K], int batc
 // issues the beats into one accumulator bank while it drains the other (the banks swap every
 // vector, so a stage's interval is max(compute, drain), docs/engine.md).
 
-template <class Cfg, class In>
-void read_rows(In& in, hls::stream<typename Cfg::task_t>& tasks, int batch,
-               const typename Cfg::start_t row_start[Cfg::N_IN], const typename Cfg::beats_t row_beats[Cfg::N_IN]) {
+// Per vector: the mask, then every item of the lanes it names, lowest lane first, then the
+// end-of-vector task.
+template <class Cfg>
+void read_rows(hls::stream<typename Cfg::item_t> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
+               hls::stream<typename Cfg::task_t>& tasks, int batch, const typename Cfg::start_t row_start[Cfg::N_IN],
+               const typename Cfg::beats_t row_beats[Cfg::N_IN]) {
     typedef typename Cfg::task_t task_t;
     for (int v = 0; v < batch; ++v) {
-        int lane = 0;
-        while (lane < Cfg::IN_LANES) {
+        ap_uint<Cfg::IN_LANES> pending = in_mask.read();
+        while (pending != 0) {
 #pragma HLS PIPELINE II=1
-            const typename Cfg::item_t entry = in[lane].read();
+            const typename Cfg::item_t entry = in[lowest_lane<Cfg::IN_LANES>(pending)].read();
             if (entry.last) {
-                ++lane;
-            } else {
-                const unsigned i = entry.index.to_uint();
-                task_t task;
-                task.start = row_start[i];
-                task.beats = row_beats[i];
-                task.x = entry.value;
-                task.last = false;
-                tasks.write(task);
+                pending = pending & (pending - 1);  // the lowest set bit, this lane's, goes
             }
+            const unsigned i = entry.index.to_uint();
+            task_t task;
+            task.start = row_start[i];
+            task.beats = row_beats[i];
+            task.x = entry.value;
+            task.last = false;
+            tasks.write(task);
         }
         task_t done;
         done.start = 0;
@@ -246,13 +304,18 @@ void read_rows(In& in, hls::stream<typename Cfg::task_t>& tasks, int batch,
 
 // One vector's worth of the compute-and-drain loop: one beat (or one task) and one drain address
 // per iteration. `fill` receives this vector's sums, `empty` holds the previous vector's.
-template <class Cfg, class Out>
-void compute_and_drain(hls::stream<typename Cfg::task_t>& tasks, Out& out, bool computing, bool draining,
+template <class Cfg, class... Out>
+void compute_and_drain(hls::stream<typename Cfg::task_t>& tasks, bool computing, bool draining,
                        ap_int<Cfg::ACC_BITS> fill[Cfg::LANES][Cfg::DEPTH], ap_int<Cfg::ACC_BITS> empty[Cfg::LANES][Cfg::DEPTH],
                        const typename Cfg::word_t rom[Cfg::BEATS][Cfg::LANES],
-                       const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH]) {
+                       const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH], Out&... out) {
 #pragma HLS INLINE
     const int P = Cfg::LANES;
+    typename Cfg::item_t held[P];
+    bool holding[P];
+#pragma HLS ARRAY_PARTITION variable=held type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=holding type=complete dim=1
+    clear_held<P>(held, holding);
     unsigned fwd_address[FORWARD][P];
     ap_int<Cfg::ACC_BITS> fwd_sum[FORWARD][P];
     bool fwd_valid[FORWARD][P];
@@ -286,20 +349,20 @@ void compute_and_drain(hls::stream<typename Cfg::task_t>& tasks, Out& out, bool 
         if (!drain_done) {
             if (address < unsigned(Cfg::DEPTH)) {
                 drain_address<P, Cfg::DEPTH, Cfg::ACC_BITS>(empty, bias, address, Cfg::N_OUT, Cfg::SHIFT, Cfg::LO, Cfg::HI,
-                                                            out);
+                                                            held, holding, out...);
                 ++address;
             } else {
-                finish<P>(out);
+                finish<P>(held, holding, out...);
                 drain_done = true;
             }
         }
     }
 }
 
-template <class Cfg, class Out>
-void compute_and_drain_batch(hls::stream<typename Cfg::task_t>& tasks, Out& out, int batch,
+template <class Cfg, class... Out>
+void compute_and_drain_batch(hls::stream<typename Cfg::task_t>& tasks, int batch,
                              const typename Cfg::word_t rom[Cfg::BEATS][Cfg::LANES],
-                             const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH]) {
+                             const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH], Out&... out) {
     // Zero at configuration; every drain clears what it reads, so they stay zero between vectors.
     static ap_int<Cfg::ACC_BITS> bank0[Cfg::LANES][Cfg::DEPTH];
     static ap_int<Cfg::ACC_BITS> bank1[Cfg::LANES][Cfg::DEPTH];
@@ -307,23 +370,25 @@ void compute_and_drain_batch(hls::stream<typename Cfg::task_t>& tasks, Out& out,
 #pragma HLS ARRAY_PARTITION variable=bank1 type=complete dim=1
     for (int v = 0; v <= batch; ++v) {
         if (v % 2 == 0) {
-            compute_and_drain<Cfg>(tasks, out, v < batch, v > 0, bank0, bank1, rom, bias);
+            compute_and_drain<Cfg>(tasks, v < batch, v > 0, bank0, bank1, rom, bias, out...);
         } else {
-            compute_and_drain<Cfg>(tasks, out, v < batch, v > 0, bank1, bank0, rom, bias);
+            compute_and_drain<Cfg>(tasks, v < batch, v > 0, bank1, bank0, rom, bias, out...);
         }
     }
 }
 
-template <class Cfg, class In, class Out>
-void dataflow_layer(In& in, Out& out, int batch, const typename Cfg::start_t row_start[Cfg::N_IN],
+// `out...`: the next stage's lanes and mask, or the model's output stream.
+template <class Cfg, class... Out>
+void dataflow_layer(hls::stream<typename Cfg::item_t> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
+                    int batch, const typename Cfg::start_t row_start[Cfg::N_IN],
                     const typename Cfg::beats_t row_beats[Cfg::N_IN],
                     const typename Cfg::word_t rom[Cfg::BEATS][Cfg::LANES],
-                    const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH]) {
+                    const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH], Out&... out) {
 #pragma HLS DATAFLOW
     hls::stream<typename Cfg::task_t> tasks("tasks");
 #pragma HLS STREAM variable=tasks depth=4
-    read_rows<Cfg>(in, tasks, batch, row_start, row_beats);
-    compute_and_drain_batch<Cfg>(tasks, out, batch, rom, bias);
+    read_rows<Cfg>(in, in_mask, tasks, batch, row_start, row_beats);
+    compute_and_drain_batch<Cfg>(tasks, batch, rom, bias, out...);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -345,11 +410,12 @@ struct seq_layer {
     int hi;
 };
 
-// Compute one layer of a sequential stage from `B` input lanes into the accumulator.
+// Compute one layer of a sequential stage from a channel of `B` lanes into the accumulator.
 template <class Cfg, int B, class Item>
-void seq_compute(hls::stream<Item> (&in)[B], ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH],
-                 const typename Cfg::beat_t* weights, const seq_layer& layer,
-                 const typename Cfg::start_t row_start[Cfg::ROWS], const typename Cfg::beats_t row_beats[Cfg::ROWS]) {
+void seq_compute(hls::stream<Item> (&in)[B], hls::stream<ap_uint<B> >& in_mask,
+                 ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH], const typename Cfg::beat_t* weights,
+                 const seq_layer& layer, const typename Cfg::start_t row_start[Cfg::ROWS],
+                 const typename Cfg::beats_t row_beats[Cfg::ROWS]) {
     const int P = Cfg::LANES;
     unsigned fwd_address[FORWARD][P];
     ap_int<Cfg::ACC_BITS> fwd_sum[FORWARD][P];
@@ -358,37 +424,41 @@ void seq_compute(hls::stream<Item> (&in)[B], ap_int<Cfg::ACC_BITS> acc[Cfg::LANE
 #pragma HLS ARRAY_PARTITION variable=fwd_sum type=complete dim=0
 #pragma HLS ARRAY_PARTITION variable=fwd_valid type=complete dim=0
     clear_history<P>(fwd_address, fwd_sum, fwd_valid);
-    for (int b = 0; b < B; ++b) {
-        for (;;) {
-            const Item entry = in[b].read();
-            if (entry.last) {
-                break;
-            }
-            const unsigned row = layer.rows + entry.index.to_uint();
-            const unsigned start = row_start[row];
-            const unsigned beats = row_beats[row];
-            // One AXI4 INCR burst per row: consecutive beats from the layer's base.
-            const typename Cfg::beat_t* burst = weights + layer.base + start;
-            for (unsigned t = 0; t < beats; ++t) {
+    ap_uint<B> pending = in_mask.read();
+    while (pending != 0) {
+        const Item entry = in[lowest_lane<B>(pending)].read();
+        if (entry.last) {
+            pending = pending & (pending - 1);
+        }
+        const unsigned row = layer.rows + entry.index.to_uint();
+        const unsigned start = row_start[row];
+        const unsigned beats = row_beats[row];
+        // One AXI4 INCR burst per row: consecutive beats from the layer's base.
+        const typename Cfg::beat_t* burst = weights + layer.base + start;
+        for (unsigned t = 0; t < beats; ++t) {
 #pragma HLS PIPELINE II=1
 #pragma HLS DEPENDENCE variable=acc type=inter direction=RAW dependent=false
-                const typename Cfg::beat_t beat = burst[t];
-                uint32_t slots[P];
+            const typename Cfg::beat_t beat = burst[t];
+            uint32_t slots[P];
 #pragma HLS ARRAY_PARTITION variable=slots type=complete dim=1
-                for (int p = 0; p < P; ++p) {
+            for (int p = 0; p < P; ++p) {
 #pragma HLS UNROLL
-                    slots[p] = beat.range(32 * p + 31, 32 * p).to_uint();
-                }
-                multiply_accumulate<P, Cfg::MAX_DEPTH, Cfg::ACC_BITS, 16, 15>(acc, fwd_address, fwd_sum, fwd_valid, slots,
-                                                                              entry.value);
+                slots[p] = beat.range(32 * p + 31, 32 * p).to_uint();
             }
+            multiply_accumulate<P, Cfg::MAX_DEPTH, Cfg::ACC_BITS, 16, 15>(acc, fwd_address, fwd_sum, fwd_valid, slots,
+                                                                          entry.value);
         }
     }
 }
 
-template <class Cfg, class Out>
+template <class Cfg, class... Out>
 void seq_drain(ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH], const typename Cfg::bias_t bias[Cfg::LANES][Cfg::BIAS_DEPTH],
-               const seq_layer& layer, Out& out) {
+               const seq_layer& layer, Out&... out) {
+    typename Cfg::item_t held[Cfg::LANES];
+    bool holding[Cfg::LANES];
+#pragma HLS ARRAY_PARTITION variable=held type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=holding type=complete dim=1
+    clear_held<Cfg::LANES>(held, holding);
     for (unsigned a = 0; a < layer.depth; ++a) {
 #pragma HLS PIPELINE II=1
         act_t y[Cfg::LANES];
@@ -400,20 +470,22 @@ void seq_drain(ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH], const type
                           : act_t(0);
             acc[p][a] = 0;
         }
-        emit<Cfg::LANES>(out, y, a, layer.depth, layer.n_out);
+        emit<Cfg::LANES>(held, holding, y, a, layer.depth, layer.n_out, out...);
     }
-    finish<Cfg::LANES>(out);
+    finish<Cfg::LANES>(held, holding, out...);
 }
 
 // Runs layers first .. first+count-1 of the stage for `batch` vectors (the top function runs all
-// of them; the testbench checks one layer at a time). `loop` are the loop-back lanes, declared by
-// the caller with their FIFO depth.
-template <class Cfg, class In, class Out>
-void sequential_stage(In& in, Out& out, hls::stream<typename Cfg::item_t> (&loop)[Cfg::LANES],
+// of them; the testbench checks one layer at a time). `loop`, `loop_mask`: the loop-back channel,
+// declared by the caller with its FIFO depths. `out...`: the next stage's lanes and mask, or the
+// model's output stream.
+template <class Cfg, class... Out>
+void sequential_stage(hls::stream<typename Cfg::item_t> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
+                      hls::stream<typename Cfg::item_t> (&loop)[Cfg::LANES], hls::stream<ap_uint<Cfg::LANES> >& loop_mask,
                       const typename Cfg::beat_t* weights, int batch, int first, int count,
                       const seq_layer layers[Cfg::LAYERS], const typename Cfg::start_t row_start[Cfg::ROWS],
                       const typename Cfg::beats_t row_beats[Cfg::ROWS],
-                      const typename Cfg::bias_t bias[Cfg::LANES][Cfg::BIAS_DEPTH]) {
+                      const typename Cfg::bias_t bias[Cfg::LANES][Cfg::BIAS_DEPTH], Out&... out) {
     static ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH];
 #pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=bias type=complete dim=1
@@ -421,14 +493,14 @@ void sequential_stage(In& in, Out& out, hls::stream<typename Cfg::item_t> (&loop
         for (int l = first; l < first + count; ++l) {
             const seq_layer layer = layers[l];
             if (l == first) {
-                seq_compute<Cfg>(in, acc, weights, layer, row_start, row_beats);
+                seq_compute<Cfg>(in, in_mask, acc, weights, layer, row_start, row_beats);
             } else {
-                seq_compute<Cfg>(loop, acc, weights, layer, row_start, row_beats);
+                seq_compute<Cfg>(loop, loop_mask, acc, weights, layer, row_start, row_beats);
             }
             if (l == first + count - 1) {
-                seq_drain<Cfg>(acc, bias, layer, out);
+                seq_drain<Cfg>(acc, bias, layer, out...);
             } else {
-                seq_drain<Cfg>(acc, bias, layer, loop);
+                seq_drain<Cfg>(acc, bias, layer, loop, loop_mask);
             }
         }
     }

@@ -102,19 +102,28 @@ bool load_weights(const std::string& path, size_t beats, std::vector<Beat>& imag
     return true;
 }
 
-// Vectors onto B lanes, as a channel carries them: lane b gets the nonzero x[i], i = b mod B, in
-// increasing order, then its end marker.
+// Vectors onto a channel of B lanes, as a producer writes them: lane b gets the nonzero x[i],
+// i = b mod B, in increasing order, the final one marked last; then the vector's mask.
 template <int B, class Item>
-void feed_lanes(hls::stream<Item> (&lanes)[B], const int16_t* x, int batch, int n) {
+void feed_lanes(hls::stream<Item> (&lanes)[B], hls::stream<ap_uint<B> >& mask, const int16_t* x, int batch, int n) {
     for (int v = 0; v < batch; ++v) {
+        const int16_t* row = x + static_cast<size_t>(v) * n;
+        ap_uint<B> written = 0;
         for (int b = 0; b < B; ++b) {
+            int last = -1;
             for (int i = b; i < n; i += B) {
-                if (x[static_cast<size_t>(v) * n + i] != 0) {
-                    lanes[b].write(fpgagen::activation<Item>(i, x[static_cast<size_t>(v) * n + i]));
+                last = row[i] != 0 ? i : last;
+            }
+            for (int i = b; i <= last; i += B) {
+                if (row[i] != 0) {
+                    lanes[b].write(fpgagen::activation<Item>(i, row[i], i == last));
                 }
             }
-            lanes[b].write(fpgagen::end_marker<Item>());
+            if (last >= 0) {
+                written = written | (ap_uint<B>(1) << b);
+            }
         }
+        mask.write(written);
     }
 }
 
@@ -137,22 +146,29 @@ void feed_beats(hls::stream<Beat>& stream, const int16_t* x, int batch, int n) {
     }
 }
 
-// Lanes back into dense vectors, checking the channel protocol on the way.
+// A channel back into dense vectors, checking its protocol on the way: one mask per vector, items
+// only on the lanes it names, each such lane ending with exactly one `last` item.
 template <int P, class Item>
-bool collect_lanes(hls::stream<Item> (&lanes)[P], int batch, int n, const char* layer, rows& out) {
+bool collect_lanes(hls::stream<Item> (&lanes)[P], hls::stream<ap_uint<P> >& mask, int batch, int n, const char* layer,
+                   rows& out) {
     out.assign(static_cast<size_t>(batch) * n, 0);
     for (int v = 0; v < batch; ++v) {
+        if (mask.empty()) {
+            std::printf("ERROR layer=%s vector=%d: the vector has no mask\n", layer, v);
+            return false;
+        }
+        const ap_uint<P> written = mask.read();
         for (int p = 0; p < P; ++p) {
+            if (((written >> p) & 1) == 0) {
+                continue;
+            }
             int previous = -1;
-            for (;;) {
+            for (bool last = false; !last;) {
                 if (lanes[p].empty()) {
-                    std::printf("ERROR layer=%s vector=%d lane=%d: the lane ends without its end marker\n", layer, v, p);
+                    std::printf("ERROR layer=%s vector=%d lane=%d: the lane ends without its last item\n", layer, v, p);
                     return false;
                 }
                 const Item entry = lanes[p].read();
-                if (entry.last) {
-                    break;
-                }
                 const int j = static_cast<int>(entry.index.to_uint());
                 if (j >= n || j % P != p || j <= previous || entry.value == 0) {
                     std::printf("ERROR layer=%s vector=%d lane=%d: item index=%d value=%d breaks the lane protocol\n", layer, v, p, j,
@@ -160,15 +176,22 @@ bool collect_lanes(hls::stream<Item> (&lanes)[P], int batch, int n, const char* 
                     return false;
                 }
                 previous = j;
+                last = entry.last;
                 out[static_cast<size_t>(v) * n + j] = static_cast<int16_t>(entry.value.to_int());
             }
         }
     }
+    // Items on a lane its mask did not name are left over here (or were taken for a later vector's,
+    // whose own then are).
     for (int p = 0; p < P; ++p) {
         if (!lanes[p].empty()) {
             std::printf("ERROR layer=%s lane=%d: items left after %d vectors\n", layer, p, batch);
             return false;
         }
+    }
+    if (!mask.empty()) {
+        std::printf("ERROR layer=%s: masks left after %d vectors\n", layer, batch);
+        return false;
     }
     return true;
 }
@@ -216,26 +239,48 @@ inline bool compare(const char* layer, const int16_t* expected, const rows& got,
     return true;
 }
 
-// One layer on its own: its golden input on B lanes in, its output (P lanes) against its golden output.
+// A layer must take every item and mask of its input channel: what it leaves would be read as
+// the next vector's.
+template <int B, class Item>
+bool consumed(hls::stream<Item> (&lanes)[B], hls::stream<ap_uint<B> >& mask, const char* layer) {
+    for (int b = 0; b < B; ++b) {
+        if (!lanes[b].empty()) {
+            std::printf("ERROR layer=%s input lane=%d: %zu items left unread\n", layer, b, lanes[b].size());
+            return false;
+        }
+    }
+    if (!mask.empty()) {
+        std::printf("ERROR layer=%s: %zu input masks left unread\n", layer, mask.size());
+        return false;
+    }
+    return true;
+}
+
+// One layer on its own: its golden input on a channel of B lanes in, its output (a channel of P
+// lanes) against its golden output. `run(in, in_mask, out, out_mask)` runs the layer.
 template <int B, int P, class Item, class Run>
 bool check_layer_lanes(const golden& g, int index, const char* layer, Run run) {
     hls::stream<Item> in[B];
+    hls::stream<ap_uint<B> > in_mask;
     hls::stream<Item> out[P];
-    feed_lanes(in, g.input(index), g.batch, g.input_size(index));
-    run(in, out);
+    hls::stream<ap_uint<P> > out_mask;
+    feed_lanes(in, in_mask, g.input(index), g.batch, g.input_size(index));
+    run(in, in_mask, out, out_mask);
     rows got;
-    return collect_lanes(out, g.batch, g.n_out[index], layer, got) && compare(layer, g.y[index].data(), got, g.batch, g.n_out[index]);
+    return consumed(in, in_mask, layer) && collect_lanes(out, out_mask, g.batch, g.n_out[index], layer, got) &&
+           compare(layer, g.y[index].data(), got, g.batch, g.n_out[index]);
 }
 
-// The same for a layer that drains dense beats to the model's output stream.
+// The same for a layer that drains dense beats to the model's output stream: `run(in, in_mask, out)`.
 template <int B, int P, class Item, class Beat, class Run>
 bool check_layer_dense(const golden& g, int index, const char* layer, Run run) {
     hls::stream<Item> in[B];
+    hls::stream<ap_uint<B> > in_mask;
     hls::stream<Beat> out;
-    feed_lanes(in, g.input(index), g.batch, g.input_size(index));
-    run(in, out);
+    feed_lanes(in, in_mask, g.input(index), g.batch, g.input_size(index));
+    run(in, in_mask, out);
     rows got;
-    return collect_dense<P>(out, g.batch, g.n_out[index], layer, got) &&
+    return consumed(in, in_mask, layer) && collect_dense<P>(out, g.batch, g.n_out[index], layer, got) &&
            compare(layer, g.y[index].data(), got, g.batch, g.n_out[index]);
 }
 

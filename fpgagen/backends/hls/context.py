@@ -17,7 +17,7 @@ from ...errors import FpgagenError
 from ...ir import DATAFLOW
 from ...layout import OFFCHIP_ENTRY_BYTES
 from ...schedule.boards import load_board
-from ..engine_plan import EnginePlan, LayerPlan, StagePlan, bits_for
+from ..engine_plan import MASK_DEPTH, EnginePlan, LayerPlan, StagePlan, bits_for
 from .carrays import signed_type, unsigned_type
 
 MAX_BURST = 256  # AXI4 INCR bursts are at most 256 beats
@@ -25,11 +25,19 @@ MAX_BURST = 256  # AXI4 INCR bursts are at most 256 beats
 
 @dataclass(frozen=True)
 class Link:
-    """A channel of the top function: `c<s>` feeds stage s."""
+    """A channel of the top function: lanes `c<s>` and mask `c<s>_mask` feed stage s."""
 
     name: str
     lanes: int
-    depth: int
+    depth: int  # per lane
+
+    @property
+    def mask(self) -> str:
+        return f"{self.name}_mask"
+
+    @property
+    def mask_depth(self) -> int:
+        return MASK_DEPTH
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,20 +53,24 @@ class Tables:
 
 
 class _Output:
-    """How a stage's run() names its output: the next stage's lanes, or the model's output stream.
-
-    Mixed into the stage dataclasses below, which define `lanes` and `out_link`.
+    """How a stage's run() names its output: the next stage's lanes and mask, or the model's
+    output stream. Mixed into the stage dataclasses below, which define `lanes` and `out_link`.
     """
 
     @property
     def out_param(self) -> str:
         if self.out_link is None:
             return "hls::stream<out_beat>& out"
-        return f"hls::stream<item_t> (&out)[{self.lanes}]"
+        return f"hls::stream<item_t> (&out)[{self.lanes}], hls::stream<ap_uint<{self.lanes}> >& out_mask"
+
+    @property
+    def out_names(self) -> str:
+        """The output parameters, as run() hands them on to the engine."""
+        return "out" if self.out_link is None else "out, out_mask"
 
     @property
     def out_arg(self) -> str:
-        return "y_out" if self.out_link is None else self.out_link.name
+        return "y_out" if self.out_link is None else f"{self.out_link.name}, {self.out_link.mask}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,7 +94,6 @@ class DataflowStage(_Output):
     shift: int
     lo: int
     hi: int
-    storage: str  # bram or uram
     nnz: int
     tables: Tables
     rom: np.ndarray  # (beats, P) packed slots
@@ -118,7 +129,7 @@ class SequentialStage(_Output):
     acc_bits: int
     max_depth: int
     image: bytes  # weights<k>.bin
-    loop_depth: int
+    loop_depth: int  # per loop-back lane
     max_burst: int
     tables: Tables
 
@@ -148,6 +159,10 @@ class SequentialStage(_Output):
     @property
     def bias_depth(self) -> int:
         return int(self.tables.bias.shape[1])
+
+    @property
+    def loop_mask_depth(self) -> int:
+        return MASK_DEPTH
 
 
 @dataclass(frozen=True, eq=False)
@@ -237,7 +252,6 @@ def _dataflow_stage(stage: StagePlan, in_link: Link, out_link: Link | None) -> D
         shift=num.shift,
         lo=num.lo_q,
         hi=num.hi_q,
-        storage=stage.stage.weight_memory,
         nnz=layer.nnz,
         tables=_tables(stage),
         rom=rom,

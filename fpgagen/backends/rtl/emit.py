@@ -16,13 +16,13 @@ import numpy as np
 
 from ... import __version__
 from ...ir import DATAFLOW
-from ..engine_plan import EnginePlan, LayerPlan, StagePlan, bits_for, plan_engine
+from ..engine_plan import MASK_DEPTH, EnginePlan, LayerPlan, StagePlan, bits_for, plan_engine
 from ..memfile import hex_lines, pack_fields
 
 LIBRARY = (
     "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_lane_reader.v", "fg_pe_array.v", "fg_df_stage.v",
     "fg_seq_stage.v", "fg_axi_reader.v", "fg_input_reader.v", "fg_control.v", "fg_axilite_ctrl.v",
-    "fg_vector_count.v",
+    "fg_lane_writer.v",
 )  # fmt: skip
 CONTROL_FIRST_ARGUMENT = 0x10  # Vitis HLS: 0x00-0x0c hold control, interrupt enable and status
 
@@ -99,6 +99,7 @@ def emit_rtl(model, folder: Path, plan: EnginePlan | None = None) -> None:
         index_bits=plan.index_bits,
         item_bits=17 + plan.index_bits,
         channels=plan.channels,
+        mask_depth=MASK_DEPTH,
         stages=stages,
         sequential=[stage for stage in stages if stage["port"] is not None],
         control=control,

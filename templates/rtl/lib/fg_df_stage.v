@@ -17,21 +17,24 @@ module fg_df_stage #(
     parameter integer LO = -32768,
     parameter integer HI = 32767,
     parameter integer DENSE = 0,        // the model's last layer: dense beats out
-    parameter ROWS_FILE = "rows.mem",
-    parameter ENTRIES_FILE = "entries.mem",
-    parameter BIAS_FILE = "bias.mem"
+    parameter ROWS_FILE = "",
+    parameter ENTRIES_FILE = "",
+    parameter BIAS_FILE = ""
 ) (
     input  wire                     clk,
     input  wire                     rst,
     input  wire [B*ITEM_W-1:0]      in_data,
     input  wire [B-1:0]             in_valid,
     output wire [B-1:0]             in_ready,
-    input  wire                     in_vector,     // a whole input vector is in the channel
-    output wire                     in_done,       // pulse: this stage has read an input vector
-    output wire                     out_done,      // pulse: an output vector has been written
+    input  wire [B-1:0]             in_mask,
+    input  wire                     in_mask_valid,
+    output wire                     in_mask_ready,
     output wire [P*ITEM_W-1:0]      out_data,
     output wire [P-1:0]             out_valid,
     input  wire [P-1:0]             out_ready,
+    output wire [P-1:0]             out_mask,
+    output wire                     out_mask_valid,
+    input  wire                     out_mask_ready,
     output wire [P*16-1:0]          dense_data,
     output wire                     dense_last,
     output wire                     dense_valid,
@@ -60,6 +63,7 @@ module fg_df_stage #(
     wire [15:0] r_val;
     wire r_eov;
     wire r_valid;
+    wire r_started;
     reg s1_valid;
     reg s1_eov;
     reg [15:0] s1_x;
@@ -68,8 +72,10 @@ module fg_df_stage #(
 
     fg_lane_reader #(.LANES(B), .IDX_W(IDX_W)) u_reader (
         .clk(clk), .rst(rst),
-        .lane_data(in_data), .lane_valid(in_valid & {B{in_vector}}), .lane_ready(in_ready),
-        .out_idx(r_idx), .out_val(r_val), .out_eov(r_eov), .out_valid(r_valid), .out_ready(s1_load)
+        .lane_data(in_data), .lane_valid(in_valid), .lane_ready(in_ready),
+        .mask(in_mask), .mask_valid(in_mask_valid), .mask_ready(in_mask_ready),
+        .out_idx(r_idx), .out_val(r_val), .out_eov(r_eov), .out_valid(r_valid), .out_ready(s1_load),
+        .started(r_started)
     );
 
     wire [START_W+CNT_W-1:0] row;
@@ -136,6 +142,7 @@ module fg_df_stage #(
 
     // ---- PEs -------------------------------------------------------------------------------------
     wire draining;
+    wire drain_waiting;
     wire drain_done;
     fg_pe_array #(
         .P(P), .DEPTH(DEPTH), .W_BITS(W_BITS), .ACC_W(ACC_W), .IDX_W(IDX_W),
@@ -147,27 +154,28 @@ module fg_df_stage #(
         .cfg_shift(SHIFT32[5:0]), .cfg_lo(LO32[15:0]), .cfg_hi(HI32[15:0]),
         .cfg_n_out(N_OUT32), .cfg_depth(DEPTH32), .cfg_bias_base({AW{1'b0}}), .cfg_dense(DENSE != 0),
         .lane_data(out_data), .lane_valid(out_valid), .lane_ready(out_ready),
+        .mask_data(out_mask), .mask_valid(out_mask_valid), .mask_ready(out_mask_ready),
         .dense_data(dense_data), .dense_last(dense_last), .dense_valid(dense_valid), .dense_ready(dense_ready),
-        .draining(draining), .drain_done(drain_done)
+        .draining(draining), .drain_waiting(drain_waiting), .drain_done(drain_done)
     );
 
-    assign in_done = eov_issue;
-    assign out_done = drain_done;
-
     // ---- performance counters --------------------------------------------------------------------
-    // A vector's compute runs from the cycle its whole input is there to the issue of its end. The
-    // cycles it waits for a bank that the drain has not emptied (the next stage is slower) and the
-    // drain's cycles stalled on full output lanes are the pipeline's, not this layer's: not counted.
+    // A vector's compute runs from the load of its mask (the whole vector is there) to the issue of
+    // its end. The cycles it waits for a bank that the drain has not emptied (the next stage is
+    // slower) and the drain's cycles stalled on full outputs belong to the pipeline, not to this
+    // layer: they are not counted.
+    reg [1:0] in_flight;        // vectors whose mask is loaded and whose end is not issued yet
     wire bank_wait = s1_valid && s2_free && !issue_ok && !beat;
-    wire drain_stall = draining && (DENSE != 0 ? (dense_valid && !dense_ready) : |(out_valid & ~out_ready));
     always @(posedge clk) begin
         if (rst) begin
+            in_flight <= 2'd0;
             perf_busy <= 32'd0;
             perf_drain <= 32'd0;
             perf_vectors <= 32'd0;
         end else begin
-            if (in_vector && !bank_wait) perf_busy <= perf_busy + 32'd1;
-            if (draining && !drain_stall) perf_drain <= perf_drain + 32'd1;
+            in_flight <= in_flight + {1'b0, r_started} - {1'b0, eov_issue};
+            if ((in_flight != 2'd0 || r_started) && !bank_wait) perf_busy <= perf_busy + 32'd1;
+            if (draining && !drain_waiting) perf_drain <= perf_drain + 32'd1;
             if (drain_done) perf_vectors <= perf_vectors + 32'd1;
         end
     end

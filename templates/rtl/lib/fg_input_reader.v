@@ -1,5 +1,5 @@
-// Input reader: AXI4-Stream beats of K 16-bit values become K lanes of nonzero activations
-// (value k of beat t is activation t*K + k, on lane k), each vector closed by end markers.
+// Input reader: AXI4-Stream beats of K 16-bit values become a channel of K lanes of nonzero
+// activations (value k of beat t is activation t*K + k, on lane k), written through a lane writer.
 module fg_input_reader #(
     parameter integer K = 1,
     parameter integer N_IN = 1,
@@ -14,7 +14,10 @@ module fg_input_reader #(
     output wire [K*ITEM_W-1:0]   lane_data,
     output wire [K-1:0]          lane_valid,
     input  wire [K-1:0]          lane_ready,
-    output reg                   vector_read    // pulse: a whole vector has been read
+    output wire [K-1:0]          mask_data,
+    output wire                  mask_valid,
+    input  wire                  mask_ready,
+    output wire                  vector_read    // pulse: a whole vector has been written
 );
     localparam integer ITEM_W = 17 + IDX_W;
     localparam integer BEATS = (N_IN + K - 1) / K;
@@ -23,10 +26,15 @@ module fg_input_reader #(
     localparam [31:0] N_IN32 = N_IN;
 
     reg [31:0] t;
-    reg markers;
-    reg [K-1:0] sent;
+    reg closing;
+    wire [K-1:0] new_valid;
+    wire [K*(IDX_W+16)-1:0] new_item;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire step_ready;  // implied: a beat is taken only when every lane has room
+    /* verilator lint_on UNUSEDSIGNAL */
 
-    assign s_tready = enable && !markers && (&lane_ready);
+    // Ready whenever every lane has room, so that TREADY never depends on TDATA.
+    assign s_tready = enable && !closing && (&lane_ready);
     wire beat = s_tvalid && s_tready;
 
     genvar g;
@@ -34,30 +42,29 @@ module fg_input_reader #(
         for (g = 0; g < K; g = g + 1) begin : g_lane
             wire [15:0] value = s_tdata[16*g +: 16];
             wire [31:0] index = (t << KB) | g;
-            wire wanted = (value != 16'd0) && (index < N_IN32);
-            assign lane_valid[g] = markers ? !sent[g] : (beat && wanted);
-            assign lane_data[g*ITEM_W +: ITEM_W] = markers ? {1'b1, {(ITEM_W-1){1'b0}}}
-                                                 : {1'b0, index[IDX_W-1:0], value};
+            assign new_valid[g] = (value != 16'd0) && (index < N_IN32);
+            assign new_item[g*(IDX_W+16) +: IDX_W+16] = {index[IDX_W-1:0], value};
         end
     endgenerate
 
+    fg_lane_writer #(.LANES(K), .IDX_W(IDX_W)) u_writer (
+        .clk(clk), .rst(rst),
+        .new_valid(new_valid), .new_item(new_item), .step(beat), .step_ready(step_ready),
+        .finish(closing), .finished(vector_read),
+        .lane_data(lane_data), .lane_valid(lane_valid), .lane_ready(lane_ready),
+        .mask_data(mask_data), .mask_valid(mask_valid), .mask_ready(mask_ready)
+    );
+
     always @(posedge clk) begin
-        vector_read <= 1'b0;
         if (rst) begin
             t <= 32'd0;
-            markers <= 1'b0;
-            sent <= {K{1'b0}};
-        end else if (markers) begin
-            sent <= sent | (lane_valid & lane_ready);
-            if ((sent | (lane_valid & lane_ready)) == {K{1'b1}}) begin
-                markers <= 1'b0;
-                sent <= {K{1'b0}};
-                vector_read <= 1'b1;
-            end
+            closing <= 1'b0;
+        end else if (closing) begin
+            if (vector_read) closing <= 1'b0;
         end else if (beat) begin
             if (t == LAST_BEAT) begin
                 t <= 32'd0;
-                markers <= 1'b1;
+                closing <= 1'b1;
             end else begin
                 t <= t + 32'd1;
             end

@@ -5,7 +5,7 @@
 // read -> write back. A hit on the local address written in the previous cycle is forwarded.
 // Banks ping-pong: the front end fills issue_bank while the drain empties the other one.
 // Drain pipeline (stalls on back-pressure): read acc and bias -> requantize -> write the outputs
-// (nonzero items to lane FIFOs, or dense beats), clearing each accumulator as it is read.
+// (nonzero items through a lane writer, or dense beats), clearing each accumulator as it is read.
 module fg_pe_array #(
     parameter integer P = 1,
     parameter integer DEPTH = 1,        // accumulator entries per lane and bank
@@ -13,7 +13,7 @@ module fg_pe_array #(
     parameter integer ACC_W = 32,
     parameter integer IDX_W = 8,
     parameter integer BIAS_ROWS = 1,
-    parameter BIAS_FILE = "bias.mem"
+    parameter BIAS_FILE = ""
 ) (
     input  wire                         clk,
     input  wire                         rst,
@@ -35,16 +35,20 @@ module fg_pe_array #(
     input  wire [31:0]                  cfg_depth,
     input  wire [BIAS_AW-1:0]           cfg_bias_base,
     input  wire                         cfg_dense,
-    // sparse drain output, one lane per PE
+    // sparse drain output: a channel of P lanes and its mask FIFO
     output wire [P*ITEM_W-1:0]          lane_data,
     output wire [P-1:0]                 lane_valid,
     input  wire [P-1:0]                 lane_ready,
+    output wire [P-1:0]                 mask_data,
+    output wire                         mask_valid,
+    input  wire                         mask_ready,
     // dense drain output
     output wire [P*16-1:0]              dense_data,
     output wire                         dense_last,
     output wire                         dense_valid,
     input  wire                         dense_ready,
     output reg                          draining,
+    output wire                         drain_waiting,  // the drain is held up by full outputs
     output reg                          drain_done
 );
     localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;  // local address width
@@ -88,15 +92,16 @@ module fg_pe_array #(
     reg [31:0] d1_a;
     reg        d2_valid;
     reg [31:0] d2_a;
-    reg        markers;         // sending end markers
-    reg [P-1:0] sent;           // lanes that took the current d2 item or marker
+    reg        closing;         // every address drained: the lane writer ends the vector
     wire       stall;
-    wire       issue_read = draining && !markers && (a != cfg_depth) && !stall;
+    wire       issue_read = draining && !closing && (a != cfg_depth) && !stall;
     wire       advance = !stall;
 
     // ---- per-lane datapath ---------------------------------------------------------------------
     wire [P*16-1:0] d1_y;       // requantized outputs of the d1 stage
     reg  [P*16-1:0] d2_y;
+    wire [P-1:0]    new_valid;  // lanes whose d2 output is a real, nonzero output
+    wire [P*(IDX_W+16)-1:0] new_item;
 
     genvar g;
     generate
@@ -167,12 +172,10 @@ module fg_pe_array #(
             /* verilator lint_on UNUSEDSIGNAL */
             assign d1_y[g*16 +: 16] = clamped[15:0];
 
-            // Sparse output: nonzero values of real outputs (j < n_out), then the end marker.
+            // Sparse output: nonzero values of real outputs (j < n_out).
             wire [31:0] j = (d2_a << PB) | g;
-            wire want = !cfg_dense && d2_valid && (d2_y[g*16 +: 16] != 16'd0) && (j < cfg_n_out);
-            assign lane_valid[g] = (markers || want) && !sent[g];
-            assign lane_data[g*ITEM_W +: ITEM_W] = markers ? {1'b1, {(ITEM_W-1){1'b0}}}
-                                                 : {1'b0, j[IDX_W-1:0], d2_y[g*16 +: 16]};
+            assign new_valid[g] = !cfg_dense && (d2_y[g*16 +: 16] != 16'd0) && (j < cfg_n_out);
+            assign new_item[g*(IDX_W+16) +: IDX_W+16] = {j[IDX_W-1:0], d2_y[g*16 +: 16]};
         end
     endgenerate
 
@@ -194,22 +197,30 @@ module fg_pe_array #(
     assign dense_valid = cfg_dense && d2_valid;
     assign dense_last = (d2_a == cfg_depth - 32'd1);
 
-    wire lanes_blocked = |(lane_valid & ~lane_ready);
-    assign stall = cfg_dense ? (d2_valid && !dense_ready) : (d2_valid && lanes_blocked);
+    wire step_ready;
+    wire written;
+    fg_lane_writer #(.LANES(P), .IDX_W(IDX_W)) u_writer (
+        .clk(clk), .rst(rst),
+        .new_valid(new_valid), .new_item(new_item), .step(d2_valid && !stall && !cfg_dense),
+        .step_ready(step_ready), .finish(closing), .finished(written),
+        .lane_data(lane_data), .lane_valid(lane_valid), .lane_ready(lane_ready),
+        .mask_data(mask_data), .mask_valid(mask_valid), .mask_ready(mask_ready)
+    );
+
+    assign stall = d2_valid && (cfg_dense ? !dense_ready : !step_ready);
     // Every address has been read and the last outputs leave this cycle.
-    wire emptied = draining && !markers && a == cfg_depth && !d1_valid && !stall;
-    wire markers_sent = draining && markers && (sent | (lane_valid & lane_ready)) == {P{1'b1}};
-    assign finish = (emptied && cfg_dense) || markers_sent;
+    wire emptied = draining && !closing && a == cfg_depth && !d1_valid && !stall;
+    assign finish = (emptied && cfg_dense) || written;
+    assign drain_waiting = stall || (closing && (|(lane_valid & ~lane_ready) || (mask_valid && !mask_ready)));
 
     always @(posedge clk) begin
         drain_done <= finish;
         if (rst) begin
             draining <= 1'b0;
             drain_bank <= 1'b0;
-            markers <= 1'b0;
+            closing <= 1'b0;
             d1_valid <= 1'b0;
             d2_valid <= 1'b0;
-            sent <= {P{1'b0}};
             a <= 32'd0;
         end else if (!draining) begin
             if (filled[drain_bank]) begin
@@ -219,25 +230,19 @@ module fg_pe_array #(
         end else if (finish) begin
             draining <= 1'b0;
             drain_bank <= !drain_bank;
-            markers <= 1'b0;
-            sent <= {P{1'b0}};
+            closing <= 1'b0;
             d1_valid <= 1'b0;
             d2_valid <= 1'b0;
-        end else if (markers) begin
-            sent <= sent | (lane_valid & lane_ready);
-        end else begin
+        end else if (!closing) begin
             if (advance) begin
                 d1_valid <= issue_read;
                 d1_a <= a;
                 d2_valid <= d1_valid;
                 d2_a <= d1_a;
                 d2_y <= d1_y;
-                sent <= {P{1'b0}};
                 if (issue_read) a <= a + 32'd1;
-            end else begin
-                sent <= sent | (lane_valid & lane_ready);
             end
-            if (emptied) markers <= 1'b1;
+            if (emptied) closing <= 1'b1;
         end
     end
 endmodule

@@ -2,7 +2,7 @@
 module fg_rom #(
     parameter integer WIDTH = 8,
     parameter integer DEPTH = 1,
-    parameter INIT = "rom.mem"
+    parameter INIT = ""  // a $readmemh file; every instance names one
 ) (
     input  wire                 clk,
     input  wire                 en,
@@ -12,7 +12,11 @@ module fg_rom #(
     localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
 
     reg [WIDTH-1:0] mem [0:DEPTH-1];
-    initial $readmemh(INIT, mem);
+    generate
+        if (INIT != "") begin : g_init
+            initial $readmemh(INIT, mem);
+        end
+    endgenerate
 
     always @(posedge clk) begin
         if (en) data <= mem[addr];

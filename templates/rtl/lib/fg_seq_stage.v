@@ -19,9 +19,9 @@ module fg_seq_stage #(
     parameter integer BIAS_ROWS = 1,
     parameter integer LOOP_DEPTH = 2,   // loop-back lane FIFO depth
     parameter integer DENSE = 0,        // the last layer is the model's last: dense beats out
-    parameter DESC_FILE = "desc.mem",
-    parameter ROWS_FILE = "rows.mem",
-    parameter BIAS_FILE = "bias.mem"
+    parameter DESC_FILE = "",
+    parameter ROWS_FILE = "",
+    parameter BIAS_FILE = ""
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -29,12 +29,15 @@ module fg_seq_stage #(
     input  wire [B*ITEM_W-1:0]      in_data,
     input  wire [B-1:0]             in_valid,
     output wire [B-1:0]             in_ready,
-    input  wire                     in_vector,     // a whole input vector is in the channel
-    output wire                     in_done,       // pulse: the first layer has read its input vector
-    output wire                     out_done,      // pulse: the last layer has written its output
+    input  wire [B-1:0]             in_mask,
+    input  wire                     in_mask_valid,
+    output wire                     in_mask_ready,
     output wire [P*ITEM_W-1:0]      out_data,
     output wire [P-1:0]             out_valid,
     input  wire [P-1:0]             out_ready,
+    output wire [P-1:0]             out_mask,
+    output wire                     out_mask_valid,
+    input  wire                     out_mask_ready,
     output wire [P*16-1:0]          dense_data,
     output wire                     dense_last,
     output wire                     dense_valid,
@@ -90,31 +93,39 @@ module fg_seq_stage #(
     wire [P*ITEM_W-1:0] loop_data;
     wire [P-1:0] loop_valid;
     wire [P-1:0] loop_ready;
+    wire [P-1:0] loop_mask;
+    wire loop_mask_valid;
+    wire loop_mask_ready;
     wire [P*ITEM_W-1:0] loop_in_data;
     wire [P-1:0] loop_in_valid;
     wire [P-1:0] loop_in_ready;
+    wire [P-1:0] loop_in_mask;
+    wire loop_in_mask_valid;
+    wire loop_in_mask_ready;
 
     /* verilator lint_off UNUSEDSIGNAL */
     // Indices are as wide as the design's widest vector; rows index only their layer's inputs.
     wire [IDX_W-1:0] e_idx, l_idx;
     /* verilator lint_on UNUSEDSIGNAL */
     wire [15:0] e_val, l_val;
-    wire e_eov, l_eov, e_valid, l_valid;
+    wire e_eov, l_eov, e_valid, l_valid, e_started, l_started;
     wire r_take;
+    reg vector_started;   // this layer's input mask is loaded: load no other until the next layer
     wire use_ext = first_layer;
+    wire may_load = state == S_COMPUTE && !vector_started;
     fg_lane_reader #(.LANES(B), .IDX_W(IDX_W)) u_ext_reader (
         .clk(clk), .rst(rst),
-        .lane_data(in_data), .lane_valid(in_valid & {B{use_ext && in_vector && state == S_COMPUTE}}),
-        .lane_ready(in_ready),
+        .lane_data(in_data), .lane_valid(in_valid), .lane_ready(in_ready),
+        .mask(in_mask), .mask_valid(in_mask_valid && use_ext && may_load), .mask_ready(in_mask_ready),
         .out_idx(e_idx), .out_val(e_val), .out_eov(e_eov), .out_valid(e_valid),
-        .out_ready(r_take && use_ext)
+        .out_ready(r_take && use_ext), .started(e_started)
     );
     fg_lane_reader #(.LANES(P), .IDX_W(IDX_W)) u_loop_reader (
         .clk(clk), .rst(rst),
-        .lane_data(loop_data), .lane_valid(loop_valid & {P{!use_ext && state == S_COMPUTE}}),
-        .lane_ready(loop_ready),
+        .lane_data(loop_data), .lane_valid(loop_valid), .lane_ready(loop_ready),
+        .mask(loop_mask), .mask_valid(loop_mask_valid && !use_ext && may_load), .mask_ready(loop_mask_ready),
         .out_idx(l_idx), .out_val(l_val), .out_eov(l_eov), .out_valid(l_valid),
-        .out_ready(r_take && !use_ext)
+        .out_ready(r_take && !use_ext), .started(l_started)
     );
     wire [IDX_W-1:0] r_idx = use_ext ? e_idx : l_idx;
     wire [15:0] r_val = use_ext ? e_val : l_val;
@@ -132,6 +143,11 @@ module fg_seq_stage #(
             );
         end
     endgenerate
+    fg_fifo #(.WIDTH(P), .DEPTH(4)) u_loop_mask (
+        .clk(clk), .rst(rst),
+        .in_data(loop_in_mask), .in_valid(loop_in_mask_valid), .in_ready(loop_in_mask_ready),
+        .out_data(loop_mask), .out_valid(loop_mask_valid), .out_ready(loop_mask_ready)
+    );
 
     // ---- S1: row table ---------------------------------------------------------------------------
     reg s1_valid;
@@ -164,7 +180,9 @@ module fg_seq_stage #(
             s1_valid <= 1'b0;
             eov_loaded <= 1'b0;
             eov_taken <= 1'b0;
+            vector_started <= 1'b0;
         end else begin
+            if (e_started || l_started) vector_started <= 1'b1;
             if (r_take) s1_valid <= 1'b1;
             else if (s2_take) s1_valid <= 1'b0;
             if (r_take && r_eov) eov_loaded <= 1'b1;
@@ -172,6 +190,7 @@ module fg_seq_stage #(
             if (state == S_LOAD) begin
                 eov_loaded <= 1'b0;
                 eov_taken <= 1'b0;
+                vector_started <= 1'b0;
             end
         end
         if (r_take) begin
@@ -255,14 +274,21 @@ module fg_seq_stage #(
     end
 
     // ---- PEs -------------------------------------------------------------------------------------
-    wire draining, drain_done;
+    wire draining, drain_waiting, drain_done;
     wire [P*ITEM_W-1:0] pe_data;
     wire [P-1:0] pe_valid;
     wire [P-1:0] pe_ready = last_layer ? out_ready : loop_in_ready;
+    wire [P-1:0] pe_mask;
+    wire pe_mask_valid;
+    wire pe_mask_ready = last_layer ? out_mask_ready : loop_in_mask_ready;
     assign loop_in_data = pe_data;
     assign loop_in_valid = pe_valid & {P{!last_layer}};
+    assign loop_in_mask = pe_mask;
+    assign loop_in_mask_valid = pe_mask_valid && !last_layer;
     assign out_data = pe_data;
     assign out_valid = pe_valid & {P{last_layer}};
+    assign out_mask = pe_mask;
+    assign out_mask_valid = pe_mask_valid && last_layer;
 
     fg_pe_array #(
         .P(P), .DEPTH(DEPTH), .W_BITS(W_BITS), .ACC_W(ACC_W), .IDX_W(IDX_W),
@@ -275,8 +301,9 @@ module fg_seq_stage #(
         .cfg_n_out(d_n_out), .cfg_depth(d_depth), .cfg_bias_base(d_bias_base),
         .cfg_dense(DENSE != 0 && last_layer),
         .lane_data(pe_data), .lane_valid(pe_valid), .lane_ready(pe_ready),
+        .mask_data(pe_mask), .mask_valid(pe_mask_valid), .mask_ready(pe_mask_ready),
         .dense_data(dense_data), .dense_last(dense_last), .dense_valid(dense_valid), .dense_ready(dense_ready),
-        .draining(draining), .drain_done(drain_done)
+        .draining(draining), .drain_waiting(drain_waiting), .drain_done(drain_done)
     );
 
     always @(posedge clk) begin
@@ -302,22 +329,19 @@ module fg_seq_stage #(
         end
     end
 
-    assign in_done = r_take && r_eov && first_layer;
-    assign out_done = drain_done && last_layer;
-
     // ---- performance counters (per layer) -------------------------------------------------------
-    // A layer's compute runs from the cycle its whole input is there to the issue of its end,
-    // memory waits included; its drain's cycles stalled on full output lanes are not counted.
-    wire drain_stall = draining && (dense_valid ? !dense_ready : |(pe_valid & ~pe_ready));
+    // A layer's compute runs from the load of its input mask (the whole vector is there) to the
+    // issue of its end, memory waits included; its drain's cycles stalled on full outputs are not
+    // counted.
     always @(posedge clk) begin
         if (rst) begin
             perf_busy <= {(32 * LAYERS){1'b0}};
             perf_drain <= {(32 * LAYERS){1'b0}};
             perf_vectors <= 32'd0;
         end else begin
-            if (state == S_COMPUTE && !eov_sent && (!first_layer || in_vector))
+            if (state == S_COMPUTE && !eov_sent && (vector_started || e_started || l_started))
                 perf_busy[layer*32 +: 32] <= perf_busy[layer*32 +: 32] + 32'd1;
-            if (draining && !drain_stall) perf_drain[layer*32 +: 32] <= perf_drain[layer*32 +: 32] + 32'd1;
+            if (draining && !drain_waiting) perf_drain[layer*32 +: 32] <= perf_drain[layer*32 +: 32] + 32'd1;
             if (drain_done && last_layer) perf_vectors <= perf_vectors + 32'd1;
         end
     end

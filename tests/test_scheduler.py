@@ -1,0 +1,474 @@
+"""The scheduler: optimal for the cost model (against brute force), within the board, and clear when
+nothing fits; board profiles; the `fpgagen schedule` command."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from fpgagen.errors import FpgagenError
+from fpgagen.examples.graphchallenge import draw_images, network
+from fpgagen.frontend.onnx_writer import write_onnx
+from fpgagen.ir import DATAFLOW, SEQUENTIAL, Activation, Layer, Model, Schedule, Stage, sparse_weights
+from fpgagen.numerics import parse_precision
+from fpgagen.passes.prune import prune
+from fpgagen.passes.quantize import quantize
+from fpgagen.schedule import scheduler
+from fpgagen.schedule.apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
+from fpgagen.schedule.boards import Board, builtin_boards, load_board
+from fpgagen.schedule.cost_model import Activity, CostModel, board_budget
+from fpgagen.schedule.scheduler import schedule
+
+U280 = load_board("u280")
+
+
+def random_chain(sizes: list[int], seed: int, density: float = 0.3) -> Model:
+    """A quantized chain of ReLU layers with random sparse weights."""
+    rng = np.random.default_rng(seed)
+    layers = []
+    for index, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
+        dense = rng.standard_normal((n_in, n_out)) * (rng.random((n_in, n_out)) < density)
+        layers.append(
+            Layer(f"fc{index}", f"fc{index}", sparse_weights(dense), 0.1 * rng.standard_normal(n_out), Activation(0.0))
+        )
+    model = Model(f"chain{seed}", tuple(layers), "x", "y", (sizes[0],))
+    return quantize(model, parse_precision("w8a16"))
+
+
+def board(**changes) -> Board:
+    return replace(U280, name="tiny", **changes)
+
+
+# Brute force ---------------------------------------------------------------------------------
+
+
+def _run_options(cost: CostModel, run: tuple[int, ...], policy: str, pes: int | None) -> list:
+    """Every stage that can run these consecutive layers, as the engine allows (docs/engine.md)."""
+    options = []
+    if len(run) == 1 and policy != SEQUENTIAL:
+        options += [cost.dataflow(run[0], p) for p in DATAFLOW_PES if pes in (None, p)]
+    if policy != DATAFLOW:
+        options += [cost.sequential(run[0], run[-1], p) for p in SEQUENTIAL_PES if pes in (None, p)]
+    return options
+
+
+def _along(shape: list[int], axis: int, values) -> np.ndarray:
+    """`values` laid along one axis of a grid of `shape`, ready to broadcast."""
+    view = [1] * len(shape)
+    view[axis] = len(values)
+    return np.asarray(values, dtype=np.float64).reshape(view)
+
+
+def brute_force(cost: CostModel, policy: str, objective: str, pes: int | None = None):
+    """(interval, latency) of the best design found by trying every one, or None if none fits.
+
+    Every partition of the layers into runs, every stage for every run: the designs of one
+    partition are a grid, evaluated at once with numpy broadcasting.
+    """
+    count = len(cost.layers)
+    reader = cost.reader()
+    room = np.array(board_budget(cost.board).as_tuple()) - reader.resources.as_tuple()
+    best = None
+    for cuts in itertools.product([False, True], repeat=count - 1):
+        runs, start = [], 0
+        for index, cut in enumerate([*cuts, True]):
+            if cut:
+                runs.append(tuple(range(start, index + 1)))
+                start = index + 1
+        if policy == SEQUENTIAL and len(runs) != 1:
+            continue
+        options = [_run_options(cost, run, policy, pes) for run in runs]
+        if not all(options):
+            continue
+        shape = [len(o) for o in options]
+        used = [
+            sum(_along(shape, i, [o.resources.as_tuple()[k] for o in opts]) for i, opts in enumerate(options))
+            for k in range(5)
+        ]
+        seq = sum(_along(shape, i, [o.stage.mode == SEQUENTIAL for o in opts]) for i, opts in enumerate(options))
+        fits = np.broadcast_to(seq <= cost.board.channels, shape).copy()
+        for k in range(5):
+            fits &= np.broadcast_to(used[k] <= room[k], shape)
+        interval = np.full(shape, float(reader.interval))
+        latency = np.full(shape, float(reader.latency))
+        for i, opts in enumerate(options):
+            interval = np.maximum(interval, _along(shape, i, [o.interval for o in opts]))
+            latency = latency + _along(shape, i, [o.latency for o in opts])
+        if not fits.any():
+            continue
+        primary, secondary = (interval, latency) if objective == "throughput" else (latency, interval)
+        low = primary[fits].min()
+        tied = fits & (primary <= low * (1 + 1e-9) + 1e-9)
+        candidate = (low, secondary[tied].min())
+        if (
+            best is None
+            or candidate[0] < best[0] * (1 - 1e-9) - 1e-9
+            or (abs(candidate[0] - best[0]) <= 1e-9 * best[0] + 1e-9 and candidate[1] < best[1])
+        ):
+            best = candidate
+    if best is None:
+        return None
+    return best if objective == "throughput" else (best[1], best[0])
+
+
+def _budget(cost: CostModel, quantile: float, channels: int) -> Board:
+    """A board whose resources sit at a quantile of what one dataflow stage per layer uses, so
+    that the budgets bind and mixed designs win."""
+    per_stage = np.array(
+        [cost.dataflow(i, p).resources.as_tuple() for p in DATAFLOW_PES for i in range(len(cost.layers))],
+        dtype=np.float64,
+    )
+    dsp, bram, _, lut, ff = (int(v) + 1 for v in np.quantile(per_stage, quantile, axis=0) * len(cost.layers))
+    return replace(
+        cost.board, name=f"q{quantile}-{channels}ch", dsp=dsp, bram36=bram, lut=lut, ff=ff, channels=channels
+    )
+
+
+def _activity(model: Model, kind: str, seed: int) -> Activity:
+    if kind == "calibration":  # nonuniform: some inputs are never zero, some often are
+        rng = np.random.default_rng(seed)
+        x = rng.standard_normal((64, model.in_features)) * (
+            rng.random((64, model.in_features)) < rng.random(model.in_features)
+        )
+        return Activity.from_calibration(model, x)
+    return Activity.uniform(model, 0.7)
+
+
+CHAINS = [  # sizes, seed, weight density, activity
+    ([12, 40, 7, 30], 1, 0.3, "uniform"),
+    ([33, 9, 64, 16], 2, 0.3, "calibration"),
+    ([20, 70, 5, 18, 40], 3, 0.3, "uniform"),
+    ([300, 40, 500, 64], 5, 0.3, "calibration"),
+    ([64, 24, 48, 10, 6, 20], 4, 0.3, "uniform"),
+    ([257, 208, 113, 128, 24], 75, 0.42, "uniform"),  # where the channel limit decides
+    ([39, 125, 196, 173, 166], 28, 0.11, "uniform"),
+]
+
+
+@pytest.mark.parametrize("sizes, seed, density, activity_kind", CHAINS)
+@pytest.mark.parametrize("objective", ["throughput", "latency"])
+def test_the_schedule_is_as_good_as_the_best_of_every_design(sizes, seed, density, activity_kind, objective):
+    """Brute force over all partitions, modes and PEs, on a roomy board and on budgets that bind
+    (down to one memory channel); every policy; each optimum (or refusal) must agree."""
+    model = random_chain(sizes, seed, density)
+    activity = _activity(model, activity_kind, seed)
+    roomy = CostModel(model, U280, activity)
+    budgets = [_budget(roomy, q, channels=1) for q in (0.1, 0.2, 0.5)]
+    for target in (U280, _budget(roomy, 0.3, channels=2), *budgets):
+        cost = CostModel(model, target, activity)
+        for policy in ("auto", DATAFLOW, SEQUENTIAL):
+            expected = brute_force(cost, policy, objective)
+            if expected is None:
+                with pytest.raises(FpgagenError, match=target.name):
+                    schedule(model, target, policy, objective, activity)
+                continue
+            estimate = schedule(model, target, policy, objective, activity).schedule.estimate
+            what = f"{target.name} {policy} {objective}"
+            if objective == "throughput":
+                assert estimate.interval == pytest.approx(expected[0], rel=1e-9), what
+                assert estimate.latency == pytest.approx(expected[1], rel=1e-9), what
+            else:
+                assert estimate.latency == pytest.approx(expected[1], rel=1e-9), what
+            assert estimate.resources.fits(board_budget(target)), what
+
+
+@pytest.mark.parametrize("sizes, seed, density, activity_kind", CHAINS[:4])
+def test_the_least_latency_stays_exact_when_the_resource_table_is_coarsened(
+    sizes, seed, density, activity_kind, monkeypatch
+):
+    """The dynamic program over units of the scarcest resource rounds them down when its table would
+    be too large; its chain may then not fit, and the design must still be the optimum."""
+    monkeypatch.setattr(scheduler, "_DP_CELLS", 100)
+    model = random_chain(sizes, seed, density)
+    activity = _activity(model, activity_kind, seed)
+    roomy = CostModel(model, U280, activity)
+    for target in (U280, *(_budget(roomy, q, channels=c) for q, c in ((0.2, 1), (0.4, 2)))):
+        expected = brute_force(CostModel(model, target, activity), "auto", "latency")
+        estimate = schedule(model, target, "auto", "latency", activity).schedule.estimate
+        assert estimate.latency == pytest.approx(expected[1], rel=1e-9), target.name
+
+
+def test_a_tight_budget_mixes_dataflow_and_sequential_stages_and_beats_both():
+    model = random_chain([64, 24, 48, 10, 6, 20], 4)
+    activity = Activity.uniform(model, 0.6)
+    tight = _budget(CostModel(model, U280, activity), 0.3, channels=1)
+    auto = schedule(model, tight, activity=activity).schedule
+    assert {stage.mode for stage in auto.stages} == {DATAFLOW, SEQUENTIAL}
+    for policy in (DATAFLOW, SEQUENTIAL):
+        try:
+            pure = schedule(model, tight, policy, activity=activity).schedule.estimate.interval
+        except FpgagenError:
+            continue
+        assert auto.estimate.interval < pure
+
+
+def test_forced_pes_are_optimal_among_designs_with_those_pes():
+    model = random_chain([24, 50, 12, 40], 7)
+    activity = Activity.uniform(model, 0.8)
+    cost = CostModel(model, U280, activity)
+    for pes in (4, 16):
+        scheduled = schedule(model, U280, "auto", "throughput", activity, pes=pes)
+        assert {stage.pes for stage in scheduled.schedule.stages} == {pes}
+        expected = brute_force(cost, "auto", "throughput", pes)
+        assert scheduled.schedule.estimate.interval == pytest.approx(expected[0], rel=1e-9)
+        assert scheduled.schedule.estimate.latency == pytest.approx(expected[1], rel=1e-9)
+    with pytest.raises(FpgagenError, match="64 PEs per stage is not possible with the sequential policy"):
+        schedule(model, U280, "sequential", pes=64)
+
+
+def test_policies_shape_the_stages():
+    model = random_chain([30, 60, 20, 45, 10], 11)
+    dataflow = schedule(model, U280, "dataflow").schedule
+    assert all(stage.mode == DATAFLOW and len(stage.layers) == 1 for stage in dataflow.stages)
+    sequential = schedule(model, U280, "sequential").schedule
+    assert len(sequential.stages) == 1 and sequential.stages[0].mode == SEQUENTIAL
+    assert sequential.stages[0].layers == tuple(range(4))
+    scheduled = schedule(model, U280, "auto")
+    for index, layer in enumerate(scheduled.layers):
+        stage = scheduled.schedule.stages[layer.schedule.stage]
+        assert index in stage.layers and layer.schedule.mode == stage.mode and layer.schedule.pes == stage.pes
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_auto_is_never_worse_than_either_pure_style_nor_over_budget(seed):
+    rng = np.random.default_rng(100 + seed)
+    sizes = [int(n) for n in rng.integers(8, 300, size=int(rng.integers(3, 7)))]
+    model = random_chain(sizes, seed, density=float(rng.uniform(0.05, 0.5)))
+    activity = Activity.uniform(model, float(rng.uniform(0.2, 1.0)))
+    for target in (U280, load_board("pynq-z2"), board(dsp=64, bram36=30, channels=2)):
+        pure = []
+        for policy in (DATAFLOW, SEQUENTIAL):
+            try:
+                pure.append(schedule(model, target, policy, activity=activity).schedule.estimate.interval)
+            except FpgagenError:
+                pass
+        auto = schedule(model, target, activity=activity).schedule.estimate if pure else None
+        if auto is None:
+            with pytest.raises(FpgagenError):
+                schedule(model, target, activity=activity)
+            continue
+        assert auto.interval <= min(pure) * (1 + 1e-12)
+        assert auto.resources.fits(board_budget(target))
+        assert len([s for s in auto.stages if s.mode == SEQUENTIAL]) <= target.channels
+        assert auto.roofline_ratio <= 1.0
+
+
+def _pruned_stand_in(widths: list[int], seed: int) -> tuple[Model, Activity]:
+    """A smaller stand-in for a model of bench/bench_schedule.py: normal weights pruned to 90%."""
+    rng = np.random.default_rng(seed)
+    layers = tuple(
+        Layer(f"fc{i}", f"fc{i}", sparse_weights(rng.standard_normal((a, b))), np.zeros(b), Activation(0.0))
+        for i, (a, b) in enumerate(itertools.pairwise(widths))
+    )
+    model = prune(Model("stand_in", layers, "x", "y", (widths[0],)), 0.9, "magnitude")
+    inputs = rng.standard_normal((32, widths[0]))
+    quantized = quantize(model, parse_precision("w8a16"), inputs)
+    return quantized, Activity.from_calibration(quantized, inputs)
+
+
+def _graph_challenge_stand_in() -> tuple[Model, Activity]:
+    images = draw_images(64, 32, np.random.default_rng(0)).toarray()
+    quantized = quantize(network(64, 8), parse_precision("w8a16"), images)
+    return quantized, Activity.from_calibration(quantized, images)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        _graph_challenge_stand_in,
+        lambda: _pruned_stand_in([16, 64, 128, 16], 1),  # InTAR's FFN 256-1024-2048-256 / 16
+        lambda: _pruned_stand_in([256, 688, 256], 2),  # the gating net 4096-11008-4096 / 16
+        lambda: _pruned_stand_in([256, 16, 256, 16, 256], 3),  # widths varying by 16x
+    ],
+    ids=["graphchallenge", "ffn", "gating", "16x-chain"],
+)
+def test_auto_beats_the_pure_styles_on_stand_ins_of_the_bench_models(build):
+    model, activity = build()
+    compared = 0
+    for name in ("u280", "pynq-z2"):
+        target = load_board(name)
+        pure = []
+        for policy in (DATAFLOW, SEQUENTIAL):
+            try:
+                pure.append(schedule(model, target, policy, activity=activity).schedule.estimate.interval)
+            except FpgagenError:
+                continue
+        if not pure:
+            continue
+        auto = schedule(model, target, activity=activity).schedule.estimate
+        assert auto.interval <= min(pure) * (1 + 1e-12), name
+        assert auto.resources.fits(board_budget(target)), name
+        assert auto.roofline_ratio <= 1.0, name
+        compared += 1
+    assert compared == 2  # the stand-ins fit both boards
+
+
+# Refusals -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "changes, policy, message",
+    [
+        ({"dsp": 0}, "auto", r"tiny is short of DSP: the smallest design needs 1 DSP slices, the board has 0 \(1 short\)"),
+        ({"bram36": 2}, "dataflow", r"tiny is short of BRAM: the smallest dataflow design needs \d+ BRAM36, the board has 2 \(\d+ short\)"),
+        ({"lut": 500}, "auto", r"tiny is short of LUT: the smallest design needs [\d,]+ LUTs, the board has 500 \([\d,]+ short\)"),
+        ({"ff": 400}, "sequential", r"tiny is short of FF: the smallest sequential design needs [\d,]+ flip-flops, the board has 400 \([\d,]+ short\)"),
+        ({"channels": 0}, "sequential", r"tiny has 0 off-chip memory channel\(s\)"),
+    ],
+)  # fmt: skip
+def test_a_board_too_small_is_refused_with_the_resource_that_is_short(changes, policy, message):
+    model = random_chain([300, 200, 100], 5)
+    with pytest.raises(FpgagenError, match=message):
+        schedule(model, board(**changes), policy)
+
+
+def test_a_budget_that_fits_each_resource_but_not_all_at_once_says_so():
+    model = random_chain([200, 1000], 6, density=0.1)
+    cost = CostModel(model, U280, Activity.uniform(model))
+    one_lane = cost.dataflow(0, 1).resources
+    least_bram = min(cost.dataflow(0, p).resources.bram for p in DATAFLOW_PES)
+    assert one_lane.bram > least_bram  # one lane needs the fewest DSPs but not the fewest BRAMs
+    tight = board(dsp=1, bram36=least_bram)
+    with pytest.raises(FpgagenError, match="no dataflow design for model chain6 fits every resource of tiny at once"):
+        schedule(model, tight, "dataflow")
+
+
+def test_weights_in_ultraram_are_refused_because_it_cannot_be_initialized():
+    model = random_chain([20, 30, 10], 8)
+    stages = (Stage(DATAFLOW, (0,), 4, "uram"), Stage(SEQUENTIAL, (1,), 2, "offchip"))
+    with pytest.raises(
+        FpgagenError, match=r"stage 0 \(layers fc0\): dataflow weights live in bram, not 'uram'"
+    ) as error:
+        apply_schedule(model, Schedule(stages, 16, "u280", 300.0, "auto", "throughput"))
+    assert "UltraRAM cannot hold initialized ROM contents on UltraScale+ parts" in str(error.value)
+
+
+# Boards ---------------------------------------------------------------------------------------
+
+
+def test_built_in_boards_load_with_their_data_sheet_figures():
+    assert builtin_boards() == ["pynq-z2", "u250", "u280", "zcu104"]
+    u280 = load_board("u280")
+    assert (u280.part, u280.dsp, u280.bram36, u280.uram, u280.channels) == ("xcu280-fsvh2892-2L-e", 9024, 2016, 960, 32)
+    assert u280.bytes_per_cycle == pytest.approx(14.375e9 / 300e6)
+    pynq = load_board("pynq-z2")
+    assert (pynq.dsp, pynq.bram36, pynq.uram, pynq.lut) == (220, 140, 0, 53200)
+    for name in builtin_boards():
+        assert "DS" in load_board(name).source or "manual" in load_board(name).source
+
+
+GOOD = """name: mine
+part: xc7a35t
+dsp: 90
+bram36: 50
+uram: 0
+lut: 20800
+ff: 41600
+memory: DDR3
+channels: 1
+channel_gbps: 3.2
+clock_mhz: 100
+source: Artix-7 data sheet
+"""
+
+
+def test_a_custom_board_file_loads_and_schedules(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(GOOD)
+    mine = load_board(path)
+    assert (mine.name, mine.dsp, mine.channel_gbps, mine.clock_mhz) == ("mine", 90, 3.2, 100.0)
+    scheduled = schedule(random_chain([16, 32, 8], 9), str(path))
+    assert scheduled.schedule.board == "mine"
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (("dsp: 90", "dsp: -3"), "field dsp must not be negative, got -3"),
+        (("dsp: 90", "dsp: ninety"), "field dsp must be a whole number, got 'ninety'"),
+        (("dsp: 90", "dsp: 9.5"), "field dsp must be a whole number, got 9.5"),
+        (("dsp: 90", "dsp: true"), "field dsp must be a whole number, got True"),
+        (("clock_mhz: 100", "clock_mhz: 0"), "field clock_mhz must be a positive, finite number, got 0"),
+        (("channel_gbps: 3.2", "channel_gbps: fast"), "field channel_gbps must be a number, got 'fast'"),
+        (("lut: 20800\n", ""), "missing field\\(s\\) lut"),
+        (("ff: 41600", "ff: 41600\nluts: 3"), "unknown field\\(s\\) luts"),
+        (("name: mine", "name: 7"), "field name must be a non-empty string, got 7"),
+    ],
+)
+def test_bad_board_files_are_refused_naming_the_file_and_the_field(tmp_path, edit, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(GOOD.replace(*edit))
+    with pytest.raises(FpgagenError, match=f"{path}: {message}"):
+        load_board(path)
+
+
+def test_unreadable_or_unknown_boards_are_refused(tmp_path):
+    with pytest.raises(FpgagenError, match="unknown board 'u999'; built-in boards: pynq-z2, u250, u280, zcu104"):
+        load_board("u999")
+    with pytest.raises(FpgagenError, match="no such board file"):
+        load_board(tmp_path / "missing.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: [unclosed\n")
+    with pytest.raises(FpgagenError, match=f"{broken}: not valid YAML"):
+        load_board(broken)
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- a\n- b\n")
+    with pytest.raises(FpgagenError, match="a board profile is a mapping of fields, got list"):
+        load_board(listed)
+
+
+# The command ----------------------------------------------------------------------------------
+
+
+def _onnx(tmp_path, sizes, seed):
+    model = random_chain(sizes, seed)
+    float_model = replace(
+        model, layers=tuple(replace(layer, numerics=None) for layer in model.layers), precision=None, input_format=None
+    )
+    path = tmp_path / "model.onnx"
+    write_onnx(float_model, path)
+    return path
+
+
+def test_schedule_command_json_has_the_documented_fields(tmp_path, run_cli):
+    path = _onnx(tmp_path, [40, 64, 24, 10], 12)
+    result = run_cli("schedule", path, "--board", "zcu104", "--act-density", "0.5", "--json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["board"]["name"] == "zcu104" and document["policy"] == "auto"
+    assert document["activity"] == "uniform activation density 0.5"
+    assert {"interval", "latency", "resources", "budget", "throughput"} <= set(document["totals"])
+    assert {"batch", "vectors_per_s", "edges_per_s"} <= set(document["totals"]["throughput"])
+    assert set(document["roofline"]) >= {"compute_bound", "memory_bound", "ratio"}
+    assert len(document["layers"]) == 3
+    for layer in document["layers"]:
+        assert {"mode", "pes", "stage", "cycles", "bound", "resources"} <= set(layer)
+        assert set(layer["cycles"]) == {"compute", "drain"} and layer["bound"] in ("compute", "memory")
+        assert set(layer["resources"]) == {"dsp", "bram", "uram", "lut", "ff"}
+    for stage in document["stages"]:
+        assert {"mode", "layers", "pes", "interval", "latency", "resources"} <= set(stage)
+    used, budget = document["totals"]["resources"], document["totals"]["budget"]
+    assert all(used[kind] <= budget[kind] for kind in used)
+    assert document["totals"]["interval"] == max(
+        [document["reader"]["interval"], *(s["interval"] for s in document["stages"])]
+    )
+
+
+def test_schedule_command_prints_a_table_and_refuses_bad_input(tmp_path, run_cli):
+    path = _onnx(tmp_path, [40, 64, 24, 10], 13)
+    result = run_cli("schedule", path, "--schedule", "sequential")
+    assert result.exit_code == 0, result.stderr
+    assert "u280" in result.stdout and "seq" in result.stdout and "(engine 0)" in result.stdout
+    assert "the worst case: every input nonzero" in result.stdout
+    refused = run_cli("schedule", path, "--board", "nowhere")
+    assert refused.exit_code == 2 and "unknown board 'nowhere'" in refused.stderr
+    refused = run_cli("schedule", path, "--act-density", "1.5")
+    assert refused.exit_code == 2 and "activation density 1.5 is outside [0, 1]" in refused.stderr
+    calib = tmp_path / "calib.npy"
+    np.save(calib, np.random.default_rng(0).standard_normal((5, 40)))
+    measured = run_cli("schedule", path, "--calib", calib, "--json")
+    assert json.loads(measured.stdout)["activity"] == "activation density measured on 5 calibration inputs"
