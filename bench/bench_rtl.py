@@ -58,7 +58,9 @@ def main() -> int:
         seconds = time.perf_counter() - started
         layers = layer_performance(outdir)
         print(f"\n{policy}, {pes} PEs ({seconds:.0f} s, {options.simulator})")
-        print(f"{'layer':6} {'bound':>8} {'measured':>9} {'eff':>6} {'estimate':>9} {'error':>7} {'drain':>6} {'est':>6}")
+        print(
+            f"{'layer':6} {'bound':>8} {'measured':>9} {'eff':>6} {'estimate':>9} {'error':>7} {'drain':>6} {'est':>6}"
+        )
         for layer in layers:
             print(
                 f"{layer.name:6} {layer.bound:8.0f} {layer.measured:9.0f} {layer.efficiency:6.3f} "
@@ -76,7 +78,9 @@ def main() -> int:
                                   indent=2) + "\n")  # fmt: skip
     efficiencies = [layer["efficiency"] for run in report for layer in run["layers"]]
     errors = [abs(layer["estimate_error"]) for run in report for layer in run["layers"]]
-    print(f"\nefficiency: min {min(efficiencies):.3f}, mean {np.mean(efficiencies):.3f} (target >= {EFFICIENCY_TARGET})")
+    print(
+        f"\nefficiency: min {min(efficiencies):.3f}, mean {np.mean(efficiencies):.3f} (target >= {EFFICIENCY_TARGET})"
+    )
     print(f"cost model: worst error {max(errors):.1%} (target <= {ERROR_TARGET:.0%}); wrote {results}")
     for failure in failures:
         print("FAIL", failure)

@@ -19,11 +19,10 @@ def read_array(path: Path | None) -> np.ndarray | None:
         raise FpgagenError(f"{path}: no such file")
     try:
         return np.load(path, allow_pickle=False)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001  (numpy raises many types for a damaged file)
         raise FpgagenError(f"{path}: not a readable .npy array ({exc})") from None
 
 
 def write_array(path: Path, array: np.ndarray) -> None:
-    with atomic_file(path) as work:
-        with open(work, "wb") as handle:
-            np.save(handle, array)
+    with atomic_file(path) as work, open(work, "wb") as handle:
+        np.save(handle, array)

@@ -32,14 +32,18 @@ def _checks(found: dict) -> list[dict]:
         elif name == "Yosys synthesis":
             ok = result["latches"] == 0
             details = f"{result['lut']} LUT, {result['ff']} FF, {result['dsp']} DSP, {result['bram36']} BRAM36, {result['latches']} latches"
-            checks.append({"name": name, "verdict": "pass" if ok else "fail", "css": "pass" if ok else "fail", "details": details})
+            checks.append(
+                {"name": name, "verdict": "pass" if ok else "fail", "css": "pass" if ok else "fail", "details": details}
+            )
         else:
             ok = result["passed"]
             mismatch = result.get("first_mismatch") or result.get("mismatch")
             details = f"{result['vectors']} vectors bit-exact" if ok else f"first mismatch: {mismatch}"
             if "simulator" in result:
                 details += f" ({result['simulator']}, {result['cycles_per_vector']:.0f} cycles per vector)"
-            checks.append({"name": name, "verdict": "pass" if ok else "fail", "css": "pass" if ok else "fail", "details": details})
+            checks.append(
+                {"name": name, "verdict": "pass" if ok else "fail", "css": "pass" if ok else "fail", "details": details}
+            )
     return checks
 
 

@@ -71,7 +71,11 @@ def run_rtl_simulation(
     if not rtl.is_dir() or not any(rtl.glob("*.v")):
         raise FpgagenError(f"{rtl}: no Verilog (.v) files to simulate")
     top = toplevel or (manifest["rtl"]["core"] if core else manifest["rtl"]["toplevel"])
-    build = outdir / "sim_build" / (simulator if rtl == own_rtl and top == manifest["rtl"]["toplevel"] else f"{simulator}-{top}")
+    build = (
+        outdir
+        / "sim_build"
+        / (simulator if rtl == own_rtl and top == manifest["rtl"]["toplevel"] else f"{simulator}-{top}")
+    )
     build.mkdir(parents=True, exist_ok=True)
     # $readmemh paths are relative to where the simulator runs: our mem/ folder, Vitis's .dat files.
     for data in [rtl / "mem", *rtl.glob("*.dat")]:
@@ -91,7 +95,7 @@ def run_rtl_simulation(
             always=simulator == "icarus",
             log_file=build / "build.log",
         )
-    except Exception as exc:  # the runner raises CalledProcessError and friends on a failed build
+    except Exception as exc:  # noqa: BLE001  (the runner raises CalledProcessError and friends)
         raise FpgagenError(f"{simulator} could not build {rtl} ({exc}); see {build / 'build.log'}") from None
     results.unlink(missing_ok=True)
     try:

@@ -64,13 +64,15 @@ def run_synthesis(outdir: Path) -> SynthResult:
               "tee -q -o synth_stat.json stat -json")  # fmt: skip
     command = yosys_command()
     started = time.perf_counter()
-    done = subprocess.run([*command, "-q", "-p", script], cwd=rtl, capture_output=True, text=True)
+    done = subprocess.run([*command, "-q", "-p", script], cwd=rtl, capture_output=True, check=False, text=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise FpgagenError(f"Yosys could not synthesize {rtl}: {(done.stderr or done.stdout).strip()[-2000:]}")
     stat = json.loads((rtl / "synth_stat.json").read_text())
     (rtl / "synth_stat.json").unlink()
-    cells = {name: count for name, count in stat["design"]["num_cells_by_type"].items() if not name.startswith("$paramod")}
+    cells = {
+        name: count for name, count in stat["design"]["num_cells_by_type"].items() if not name.startswith("$paramod")
+    }
     lutram = sum(_LUTRAM_LUTS.get(name, 0) * count for name, count in cells.items())
     return SynthResult(
         tool=" ".join(command),

@@ -54,22 +54,30 @@ class Harness:
         self.rtl = manifest["rtl"]
         self.clock = dut.ap_clk
         self.axilite = hasattr(dut, "s_axi_control_AWVALID")
-        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "x_in"), self.clock, dut.ap_rst_n,
-                                      reset_active_level=False)
-        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "y_out"), self.clock, dut.ap_rst_n,
-                                  reset_active_level=False)
+        self.source = AxiStreamSource(
+            AxiStreamBus.from_prefix(dut, "x_in"), self.clock, dut.ap_rst_n, reset_active_level=False
+        )
+        self.sink = AxiStreamSink(
+            AxiStreamBus.from_prefix(dut, "y_out"), self.clock, dut.ap_rst_n, reset_active_level=False
+        )
         self.control = None
         if self.axilite:
-            self.control = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), self.clock, dut.ap_rst_n,
-                                         reset_active_level=False)
+            self.control = AxiLiteMaster(
+                AxiLiteBus.from_prefix(dut, "s_axi_control"), self.clock, dut.ap_rst_n, reset_active_level=False
+            )
         self.done = Event()
         self.rams = []
         outdir = Path(os.environ["FPGAGEN_MANIFEST"]).parent
         for port in self.rtl["ports"]:
             image = (outdir / port["image"]).read_bytes()
             base = WEIGHTS_BASE * (port["port"] + 1)
-            ram = AxiRam(AxiBus.from_prefix(dut, f"m_axi_gmem{port['port']}"), self.clock, dut.ap_rst_n,
-                         reset_active_level=False, size=2 * WEIGHTS_BASE * (port["port"] + 1))
+            ram = AxiRam(
+                AxiBus.from_prefix(dut, f"m_axi_gmem{port['port']}"),
+                self.clock,
+                dut.ap_rst_n,
+                reset_active_level=False,
+                size=2 * WEIGHTS_BASE * (port["port"] + 1),
+            )
             ram.write(base, image)
             pattern = _throttle(port["bytes_per_cycle"], port["data_bits"] // 8)
             if pattern is not None:
@@ -169,8 +177,13 @@ async def run_vectors(dut):
         bad = np.flatnonzero(got != want)
         if bad.size:
             j = int(bad[0])
-            mismatch = {"layer": rtl["last_layer"], "vector": n, "index": j,
-                        "expected": int(want[j]), "got": int(got[j])}
+            mismatch = {
+                "layer": rtl["last_layer"],
+                "vector": n,
+                "index": j,
+                "expected": int(want[j]),
+                "got": int(got[j]),
+            }
             break
     results = {
         "passed": mismatch is None,
@@ -180,8 +193,11 @@ async def run_vectors(dut):
         "first_output_cycles": int((first_out - clock_start) // 10),
         "first_mismatch": mismatch,
         "layers": [
-            dict(entry, busy_per_vector=entry["busy_cycles"] / vectors.batch,
-                 drain_per_vector=entry["drain_cycles"] / vectors.batch)
+            dict(
+                entry,
+                busy_per_vector=entry["busy_cycles"] / vectors.batch,
+                drain_per_vector=entry["drain_cycles"] / vectors.batch,
+            )
             for entry in harness.counters()
         ],
         "control": "axi4-lite" if harness.axilite else "ap_ctrl_hs",

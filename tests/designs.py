@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,7 @@ def pruned_mlp(name: str, sizes: list[int], activations: list[Activation], seed:
     row) and an output with no weights (an all-zero column), whose value is then its activated bias."""
     rng = np.random.default_rng(seed)
     layers = []
-    for index, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for index, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
         weights = rng.standard_normal((n_in, n_out)) * (rng.random((n_in, n_out)) < density)
         weights[rng.integers(n_in), :] = 0.0
         empty_output = rng.integers(n_out)
@@ -54,7 +55,6 @@ def compile_design(model: Model, outdir: Path, inputs: np.ndarray) -> Path:
     return outdir
 
 
-
 # -- pruned MLPs: shapes, schedules, precisions, lane counts ---------------------------------------
 
 MLPS = {
@@ -64,7 +64,11 @@ MLPS = {
     "sequential_only": ([100, 64, 30], [RELU, NONE], "w16a16", (seq((0, 1), 16),), 16),
     # a sequential stage in the middle, the last stage dataflow, K = 1
     "sequential_middle": (
-        [13, 29, 31, 7, 5], [RELU, RELU, CLIP, NONE], "w8a16", (df(0, 2), seq((1, 2), 8), df(3, 16)), 1,
+        [13, 29, 31, 7, 5],
+        [RELU, RELU, CLIP, NONE],
+        "w8a16",
+        (df(0, 2), seq((1, 2), 8), df(3, 16)),
+        1,
     ),
     # a sequential stage at the end with one lane
     "sequential_end": ([64, 200, 10, 3], [FLOOR, RELU, NONE], "w16a16", (df(0, 16), df(1, 4), seq((2,), 1)), 4),

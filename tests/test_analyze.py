@@ -195,9 +195,7 @@ def test_table_output_names_every_layer_and_the_totals(tmp_path, run_cli):
     assert str(mlp().nnz) in rows[3]
 
 
-@pytest.mark.parametrize(
-    "args", [["--pes", "0"], ["--calib", "missing.npy"], ["--precision", "w8"], ["--pes", "many"]]
-)
+@pytest.mark.parametrize("args", [["--pes", "0"], ["--calib", "missing.npy"], ["--precision", "w8"], ["--pes", "many"]])
 def test_analyze_command_rejects_bad_arguments(tmp_path, run_cli, args):
     path = tmp_path / "mlp.onnx"
     write_onnx(mlp(), path)

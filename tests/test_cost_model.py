@@ -17,13 +17,19 @@ from fpgagen.schedule.cost_model import (
     L_DRAIN,
     L_FLUSH,
     L_MEMORY,
+    LANE_FF_PER_ACC_BIT,
+    LANE_LUT_PER_ACC_BIT,
     MASK_VECTORS,
+    SEQUENTIAL_FF,
+    SEQUENTIAL_LUT,
     STAGE_FF,
     STAGE_LUT,
     Activity,
     CostModel,
+    Memory,
     Resources,
     in_lanes,
+    lutram_luts,
     memory_resources,
 )
 
@@ -142,17 +148,20 @@ def test_the_input_reader():
     model = two_layers()
     reader = CostModel(model, BOARD, activity(model)).reader()
     assert (reader.lanes, reader.interval) == (4, math.ceil(3 / 4) + 1)
-    # four lane FIFOs of 2 items {last, index (2 bits), value (16 bits)} = 38 bits each, in LUTRAM,
+    # four lane FIFOs of 2 items of {last, index (2 bits), value (16 bits)}: 19 bits wide, one
+    # RAM32M16 pair (16 LUTs) each,
     # and a mask FIFO of four 4-bit masks in flip-flops
-    assert reader.resources == Resources(lut=4 * 19 * 1 + STAGE_LUT, ff=STAGE_FF + MASK_VECTORS * 4)
+    assert reader.resources == Resources(lut=4 * 16 + STAGE_LUT, ff=STAGE_FF + MASK_VECTORS * 4)
 
 
 @pytest.mark.parametrize(
     "depth, width, expected",
     [
-        (32, 32, Resources(lut=32)),  # 1024 bits: LUTRAM, one LUT per bit of width per 64 words
-        (65, 15, Resources(lut=30)),  # 975 bits: two LUT rows of 64 words
-        (64, 17, Resources(bram=1)),  # 1088 bits: a block RAM
+        (32, 32, Resources(lut=24)),  # up to 32 deep: RAM32M16, 8 LUTs per 14 bits of width
+        (64, 17, Resources(lut=24)),  # up to 64 deep: RAM64M8, 8 LUTs per 7 bits of width
+        (64, 448, Resources(lut=512)),  # a shallow memory stays in LUTRAM however wide
+        (65, 27, Resources(lut=64)),  # 1755 bits: LUTRAM, two rows of 64 words
+        (128, 28, Resources(bram=1)),  # 3584 bits, deeper than 64: a block RAM
         (512, 72, Resources(bram=1)),
         (513, 72, Resources(bram=2)),  # 1024 x 36 twice
         (4096, 20, Resources(bram=3)),  # 4096 x 9 three times beats 2048 x 18 four times
@@ -164,6 +173,12 @@ def test_the_input_reader():
 )
 def test_memories_map_to_lutram_or_bram(depth, width, expected):
     assert memory_resources(depth, width) == expected
+
+
+def test_memories_that_fit_a_ramb18_pair_up_in_a_bram36():
+    assert Memory("banks", 128, 28, count=16).resources() == Resources(bram=8)
+    assert Memory("banks", 128, 28, count=3).resources() == Resources(bram=2)
+    assert Memory("wide", 600, 40, count=3).resources() == Resources(bram=5)  # 3 RAMB18 (1024 x 18) each
 
 
 def test_dataflow_stage_resources_add_up_its_memories_and_lanes():
@@ -179,9 +194,9 @@ def test_dataflow_stage_resources_add_up_its_memories_and_lanes():
         2, 4, 1 + 3 + 16
     )  # fmt: skip
     assert memories["output mask"].resources() == Resources(ff=MASK_VECTORS * 2)
-    lanes = 2 * (2 * acc + 40) + STAGE_LUT
-    lutram = 22 + 4 + 2 * acc + 4 * acc + 2 * 20
-    ff = 2 * (3 * acc + 56) + STAGE_FF + MASK_VECTORS * 2
+    lanes = 2 * LANE_LUT_PER_ACC_BIT * acc + STAGE_LUT
+    lutram = lutram_luts(3, 22) + lutram_luts(3, 4) + lutram_luts(3, 2 * acc) + 4 * lutram_luts(3, acc) + 2 * 16
+    ff = 2 * LANE_FF_PER_ACC_BIT * acc + STAGE_FF + MASK_VECTORS * 2
     assert cost.dataflow(0, 2).resources == Resources(dsp=2, lut=lanes + lutram, ff=ff)
     # the model's last layer drains dense beats to the AXI stream: it has no output channel
     assert {"output lanes", "output mask"}.isdisjoint(m.name for m in cost.dataflow_memories(1, 2))
@@ -202,7 +217,9 @@ def test_a_sequential_stage_keeps_every_table_and_one_engine_for_its_widest_laye
     listed = sum((m.resources() for m in memories), Resources())
     acc = accumulators.width
     assert incremental == listed + Resources(
-        dsp=2, lut=2 * (2 * acc + 40) + STAGE_LUT, ff=2 * (3 * acc + 56) + STAGE_FF
+        dsp=2,
+        lut=2 * LANE_LUT_PER_ACC_BIT * acc + STAGE_LUT + SEQUENTIAL_LUT,
+        ff=2 * LANE_FF_PER_ACC_BIT * acc + STAGE_FF + SEQUENTIAL_FF,
     )
 
 

@@ -154,7 +154,7 @@ def test_import_tsv_gives_back_the_same_network(small, run_cli, tmp_path):
 
 
 def test_import_tsv_takes_a_prefix_and_another_bias(small, run_cli, tmp_path):
-    folder, neurons, _, _, _ = small
+    folder, _neurons, _, _, _ = small
     result = run_cli("import-tsv", folder, "-o", tmp_path / "m.onnx", "--layers", 3, "--bias", -0.5)
     assert result.exit_code == 0, result.stderr
     model = read_onnx(tmp_path / "m.onnx")

@@ -8,6 +8,7 @@ whole design; `run_csim` and `fpgagen csim` read its verdict.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import re
 import shutil
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from designs import MLPS, NONE, RELU, compile_design, df, mlp_design, pruned_mlp, scheduled, seq
 from onnx import TensorProto, helper, numpy_helper
 
 from fpgagen.backends.hls import emit_hls, run_csim
@@ -30,7 +32,6 @@ from fpgagen.schedule.apply import apply_schedule
 from fpgagen.schedule.boards import load_board
 from fpgagen.vectors import default_inputs, read_vectors
 
-from designs import MLPS, NONE, RELU, compile_design, df, mlp_design, pruned_mlp, scheduled, seq
 
 def assert_bit_exact(outdir: Path) -> None:
     vectors = read_vectors(outdir / "vectors")
@@ -42,6 +43,7 @@ def assert_bit_exact(outdir: Path) -> None:
 
 
 # -- pruned MLPs: shapes, schedules, precisions, lane counts ---------------------------------------
+
 
 @pytest.mark.parametrize("case", sorted(MLPS))
 def test_pruned_mlp_csim_is_bit_exact(case, tmp_path):
@@ -157,7 +159,7 @@ def test_csim_inputs_without_a_manifest_is_bad_input(tmp_path, run_cli):
 
 # -- generated text ----------------------------------------------------------------------------------
 
-HOSTILE = ["*/ #error \"pwned\"\n// ü", "class", 'q"uote\\', "naïve λ ✓ layer", "int", "\n\r\t"]
+HOSTILE = ['*/ #error "pwned"\n// ü', "class", 'q"uote\\', "naïve λ ✓ layer", "int", "\n\r\t"]
 
 
 def hostile_onnx(path: Path) -> np.ndarray:
@@ -165,7 +167,7 @@ def hostile_onnx(path: Path) -> np.ndarray:
     rng = np.random.default_rng(5)
     sizes = [12, 20, 16, 6]
     nodes, initializers, current = [], [], "x"
-    for index, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for index, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
         weights = (rng.standard_normal((n_in, n_out)) * (rng.random((n_in, n_out)) < 0.5)).astype(np.float32)
         bias = rng.uniform(-0.2, 0.2, n_out).astype(np.float32)
         initializers += [numpy_helper.from_array(weights, f"w{index}"), numpy_helper.from_array(bias, f"b{index}")]

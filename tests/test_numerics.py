@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 
@@ -36,9 +37,7 @@ def test_requantize_matches_exact_rational_rounding():
     acc = rng.integers(-(2**40), 2**40, 2000)
     for shift in (0, 1, 5, 17):
         got = requantize(acc, shift, -(2**15), 2**15 - 1)
-        want = [
-            min(max(math.floor(Fraction(int(a), 2**shift) + Fraction(1, 2)), -(2**15)), 2**15 - 1) for a in acc
-        ]
+        want = [min(max(math.floor(Fraction(int(a), 2**shift) + Fraction(1, 2)), -(2**15)), 2**15 - 1) for a in acc]
         assert got.tolist() == want
 
 
@@ -72,7 +71,7 @@ def test_bad_precision_is_refused(text):
 def _random_model(seed: int, sizes: list[int], density: float, bias_scale: float, acts: list[Activation]) -> Model:
     rng = np.random.default_rng(seed)
     layers = []
-    for k, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+    for k, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
         w = sp.random(n_in, n_out, density=density, random_state=rng, data_rvs=lambda n: rng.normal(0, 0.5, n))
         layers.append(Layer(f"l{k}", f"node{k}", sparse_weights(w), rng.normal(0, bias_scale, n_out), acts[k]))
     return Model("m", tuple(layers), "x", "y", (sizes[0],))

@@ -17,12 +17,12 @@ import onnxruntime as ort
 import pytest
 import scipy.sparse as sp
 from onnx import TensorProto, helper, numpy_helper
+from onnx_models import build_model, random_chain, sparse_tensor
 
 from fpgagen.frontend import read_onnx
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.golden import GoldenModel, flatten_inputs
 from fpgagen.ir import Activation, Layer, Model, sparse_weights
-from onnx_models import build_model, random_chain, sparse_tensor
 
 SEEDS = range(52)  # four models per opset from 9 to 21
 TOLERANCE = 1e-5  # relative to the largest output: float32 (onnxruntime) against float64 (ours)

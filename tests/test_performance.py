@@ -44,5 +44,7 @@ def test_cost_model_predicts_measured_cycles(mode, pes, gc_inputs, tmp_path, run
     for layer in layers:
         assert layer.pes == pes and layer.useful_macs > 0
         assert abs(layer.estimate_error) <= 0.10, f"{layer.name}: busy {layer.measured}, model {layer.estimated}"
-        assert abs(layer.drain_error) <= 0.10, f"{layer.name}: drain {layer.drain_measured}, model {layer.drain_estimated}"
+        assert abs(layer.drain_error) <= 0.10, (
+            f"{layer.name}: drain {layer.drain_measured}, model {layer.drain_estimated}"
+        )
         assert layer.efficiency >= 0.8, f"{layer.name}: bound {layer.bound}, measured {layer.measured}"

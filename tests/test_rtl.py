@@ -10,12 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from designs import MLPS, mlp_design
 
 from fpgagen.examples.graphchallenge import draw_images
 from fpgagen.manifest import read_manifest
 from fpgagen.simulate import verilator_on_path
-
-from designs import MLPS, mlp_design
 
 SIMULATORS = ["icarus", "verilator"]
 GC_SCHEDULES = ["auto", "dataflow", "sequential"]
@@ -34,7 +33,7 @@ def lint(outdir: Path) -> None:
     sources = sorted(str(path.name) for path in rtl.glob("*.v"))
     done = subprocess.run(
         ["verilator", "--lint-only", "-Wall", "--top-module", manifest["rtl"]["toplevel"], *sources],
-        cwd=rtl, capture_output=True, text=True,
+        cwd=rtl, capture_output=True, check=False, text=True,
     )  # fmt: skip
     assert done.returncode == 0 and "%Warning" not in done.stderr, done.stderr
 

@@ -186,8 +186,12 @@ def test_the_least_latency_stays_exact_when_the_resource_table_is_coarsened(
     model = random_chain(sizes, seed, density)
     activity = _activity(model, activity_kind, seed)
     roomy = CostModel(model, U280, activity)
-    for target in (U280, *(_budget(roomy, q, channels=c) for q, c in ((0.2, 1), (0.4, 2)))):
+    for target in (U280, *(_budget(roomy, q, channels=c) for q, c in ((0.2, 1), (0.3, 1), (0.4, 2)))):
         expected = brute_force(CostModel(model, target, activity), "auto", "latency")
+        if expected is None:
+            with pytest.raises(FpgagenError, match=target.name):
+                schedule(model, target, "auto", "latency", activity)
+            continue
         estimate = schedule(model, target, "auto", "latency", activity).schedule.estimate
         assert estimate.latency == pytest.approx(expected[1], rel=1e-9), target.name
 

@@ -161,7 +161,11 @@ def plan_engine(model: Model) -> EnginePlan:
         sequential = stage.mode != DATAFLOW
         stages.append(
             StagePlan(
-                number, stage, in_lanes, tuple(layer_plans), port if sequential else None,
+                number,
+                stage,
+                in_lanes,
+                tuple(layer_plans),
+                port if sequential else None,
                 number == len(schedule.stages) - 1,
             )
         )

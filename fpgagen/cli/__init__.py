@@ -36,9 +36,20 @@ def main() -> None:
 
 
 # Registration: each module adds its commands to `app`.
-from . import analyze, compile, csim, demo, examples, predict, prune, report, schedule, sim, synth  # noqa: E402
+from . import analyze, compile, csim, demo, examples, predict, prune, report, schedule, sim, synth
 
 __all__ = [
-    "analyze", "app", "compile", "csim", "demo", "examples", "main", "predict", "prune", "report", "schedule",
-    "sim", "synth",
+    "analyze",
+    "app",
+    "compile",
+    "csim",
+    "demo",
+    "examples",
+    "main",
+    "predict",
+    "prune",
+    "report",
+    "schedule",
+    "sim",
+    "synth",
 ]

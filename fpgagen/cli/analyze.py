@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from ..arrays import read_array
 from ..frontend import load_model
 from ..passes.analyze import Analysis, Spread, analyze
 from . import app
-from ..arrays import read_array
 from .common import model_argument, out, precision_option
 
 

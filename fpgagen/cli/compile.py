@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import groupby
 from pathlib import Path
 
 import click
@@ -14,17 +15,36 @@ from .common import calib_option, err, model_argument, out, precision_option
 
 @app.command(name="compile")
 @model_argument
-@click.option("-o", "--out", "outdir", type=click.Path(path_type=Path), help="Output folder [default: hls_out/<model>].")
-@click.option("--board", default="u280", show_default=True, help="Built-in board (u280, u250, zcu104, pynq-z2) or a .yaml profile.")
+@click.option(
+    "-o", "--out", "outdir", type=click.Path(path_type=Path), help="Output folder [default: hls_out/<model>]."
+)
+@click.option(
+    "--board",
+    default="u280",
+    show_default=True,
+    help="Built-in board (u280, u250, zcu104, pynq-z2) or a .yaml profile.",
+)
 @precision_option
-@click.option("--schedule", "policy", type=click.Choice(POLICIES), default="auto", show_default=True,
-              help="Let the scheduler mix dataflow and sequential stages, or force one style.")
+@click.option(
+    "--schedule",
+    "policy",
+    type=click.Choice(POLICIES),
+    default="auto",
+    show_default=True,
+    help="Let the scheduler mix dataflow and sequential stages, or force one style.",
+)
 @click.option("--objective", type=click.Choice(OBJECTIVES), default="throughput", show_default=True)
 @calib_option
 @click.option("--pes", type=int, help="Force this many PEs in every stage.")
 @click.option("--act-density", type=float, help="Assumed fraction of nonzero activations (without --calib: 1.0).")
-@click.option("--vectors", "vector_count", type=int, default=8, show_default=True,
-              help="Test vectors to write (the first rows of --calib, else random inputs).")
+@click.option(
+    "--vectors",
+    "vector_count",
+    type=int,
+    default=8,
+    show_default=True,
+    help="Test vectors to write (the first rows of --calib, else random inputs).",
+)
 def compile_command(
     model: Path, outdir: Path | None, board: str, precision: str, policy: str, objective: str,
     calib: Path | None, pes: int | None, act_density: float | None, vector_count: int,
@@ -41,7 +61,9 @@ def compile_command(
         summary = compile_model(model, target, options, step=lambda text: status.update(text))
     estimate = summary.model.schedule.estimate
     stages = summary.model.schedule.stages
-    modes = ", ".join(f"{s.mode[:3]}x{s.pes}" for s in stages)
+    # Runs of alike stages, so a 120-layer model's summary stays one line.
+    runs = [(mode_pes, len(list(group))) for mode_pes, group in groupby((s.mode, s.pes) for s in stages)]
+    modes = ", ".join(f"{count} {mode} P={pes}" for (mode, pes), count in runs)
     out.print(f"wrote {summary.outdir} in {summary.seconds:.1f} s ({summary.bytes_written / 1e6:.1f} MB)")
     out.print(f"  {len(summary.model.layers)} layers in {len(stages)} stages: {modes}")
     out.print(

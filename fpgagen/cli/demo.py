@@ -13,8 +13,15 @@ STEPS = "example, compile, csim, sim, report"
 
 
 @app.command()
-@click.option("-o", "--out", "folder", type=click.Path(path_type=Path), default=Path("hls_out/demo"),
-              show_default=True, help="Where the example and the design go.")
+@click.option(
+    "-o",
+    "--out",
+    "folder",
+    type=click.Path(path_type=Path),
+    default=Path("hls_out/demo"),
+    show_default=True,
+    help="Where the example and the design go.",
+)
 @click.option("--neurons", default=256, show_default=True, help="Graph Challenge layer width (a square, 16 x 2^k).")
 @click.option("--layers", default=6, show_default=True)
 @click.option("--simulator", type=click.Choice(["verilator", "icarus"]), default="verilator", show_default=True)
@@ -27,7 +34,9 @@ def demo(ctx: click.Context, folder: Path, neurons: int, layers: int, simulator:
     """
     from . import compile as compile_module
     from . import csim as csim_module
-    from . import examples, sim as sim_module, report as report_module
+    from . import examples
+    from . import report as report_module
+    from . import sim as sim_module
 
     example, design = folder / "example", folder / "design"
     err.print(f"[bold]1/5[/] Graph Challenge example: {neurons} neurons x {layers} layers -> {example}")

@@ -7,19 +7,21 @@ from pathlib import Path
 
 import click
 
+from ..arrays import read_array, write_array
 from ..frontend import load_model
 from ..golden import GoldenModel, flatten_inputs
 from ..numerics import parse_precision
 from ..passes.quantize import quantize
 from . import app
-from ..arrays import read_array, write_array
 from .common import calib_option, err, model_argument, precision_option
 
 
 @app.command()
 @model_argument
 @click.option("--inputs", "inputs_path", required=True, type=click.Path(path_type=Path), help="Inputs (.npy).")
-@click.option("--out", "out_path", required=True, type=click.Path(path_type=Path), help="Where to write outputs (.npy).")
+@click.option(
+    "--out", "out_path", required=True, type=click.Path(path_type=Path), help="Where to write outputs (.npy)."
+)
 @precision_option
 @calib_option
 def predict(model: Path, inputs_path: Path, out_path: Path, precision: str, calib: Path | None) -> None:

@@ -21,12 +21,20 @@ RESULTS = "sim_results.json"
 @app.command()
 @click.argument("outdir", type=click.Path(path_type=Path))
 @click.option("--simulator", type=click.Choice(SIMULATORS), default="verilator", show_default=True)
-@click.option("--inputs", "inputs_path", type=click.Path(path_type=Path),
-              help="Inputs (.npy) to simulate instead of OUTDIR/vectors; their golden outputs come from the model.")
+@click.option(
+    "--inputs",
+    "inputs_path",
+    type=click.Path(path_type=Path),
+    help="Inputs (.npy) to simulate instead of OUTDIR/vectors; their golden outputs come from the model.",
+)
 @click.option("--waves", is_flag=True, help="Record waveforms (FST for Verilator, VCD for Icarus) in OUTDIR/sim_build.")
 @click.option("--core", is_flag=True, help="Simulate the core with ap_ctrl_hs pins instead of the AXI4-Lite top.")
-@click.option("--rtl", "rtl_dir", type=click.Path(path_type=Path),
-              help="Simulate this folder's Verilog instead (e.g. Vitis HLS's syn/verilog for the same design).")
+@click.option(
+    "--rtl",
+    "rtl_dir",
+    type=click.Path(path_type=Path),
+    help="Simulate this folder's Verilog instead (e.g. Vitis HLS's syn/verilog for the same design).",
+)
 @click.option("--toplevel", help="Top module of --rtl [default: the design's top].")
 def sim(
     outdir: Path, simulator: str, inputs_path: Path | None, waves: bool, core: bool, rtl_dir: Path | None,
@@ -38,7 +46,7 @@ def sim(
     OUTDIR/sim_results.json: cycles per vector, per layer busy and drain cycles, the simulator.
     """
     read_manifest(outdir)
-    options = dict(simulator=simulator, waves=waves, core=core, rtl=rtl_dir, toplevel=toplevel)
+    options = {"simulator": simulator, "waves": waves, "core": core, "rtl": rtl_dir, "toplevel": toplevel}
     with err.status(f"RTL simulation ({simulator})"):
         if inputs_path is None:
             results = run_rtl_simulation(outdir, outdir / "vectors", outdir / RESULTS, **options)

@@ -20,4 +20,4 @@ def load_model(path: Path) -> Model:
     return read_onnx(path)
 
 
-__all__ = ["load_model", "read_onnx", "read_graphchallenge"]
+__all__ = ["load_model", "read_graphchallenge", "read_onnx"]

@@ -71,9 +71,7 @@ def read_triples(path: Path, shape: tuple[int, int]) -> sp.coo_array:
     for name, index, limit in (("row", rows, shape[0]), ("column", cols, shape[1])):
         bad = np.flatnonzero((index < 1) | (index > limit) | (index != np.floor(index)))
         if bad.size:
-            raise FpgagenError(
-                f"{path}: line {bad[0] + 1} has {name} {index[bad[0]]:g}, outside 1..{limit}"
-            )
+            raise FpgagenError(f"{path}: line {bad[0] + 1} has {name} {index[bad[0]]:g}, outside 1..{limit}")
     return sp.coo_array((table[:, 2], (rows.astype(np.int64) - 1, cols.astype(np.int64) - 1)), shape=shape)
 
 

@@ -58,7 +58,7 @@ def _load(path: Path) -> onnx.ModelProto:
         raise FpgagenError(f"{path}: no such file")
     try:
         proto = onnx.load(str(path), load_external_data=False)
-    except Exception as exc:  # protobuf raises several types for garbage input
+    except Exception as exc:  # noqa: BLE001  (protobuf raises several types for garbage input)
         raise FpgagenError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
     if not proto.graph.node and not proto.graph.input:
         raise FpgagenError(f"{path}: not a readable ONNX model (it holds no graph)")
@@ -105,7 +105,7 @@ def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
     try:
         for tensor in tensors:
             onnx.external_data_helper.load_external_data_for_tensor(tensor, str(folder))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001  (missing, short or unreadable data files)
         raise FpgagenError(f"{path}: cannot read its external data ({exc})") from None
 
 
@@ -176,7 +176,7 @@ class _Constants:
 def _tensor_array(tensor: onnx.TensorProto, path: Path) -> np.ndarray:
     try:
         return numpy_helper.to_array(tensor)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001  (malformed tensors fail in many ways)
         raise FpgagenError(f"{path}: tensor {tensor.name!r} cannot be decoded ({exc})") from None
 
 
@@ -208,7 +208,9 @@ def _single_input_output(graph: onnx.GraphProto, constants: _Constants, path: Pa
         )
     if len(graph.output) != 1:
         names = ", ".join(repr(value.name) for value in graph.output) or "none"
-        raise FpgagenError(f"{path}: the graph has {len(graph.output)} outputs ({names}); fpgagen compiles models with one")
+        raise FpgagenError(
+            f"{path}: the graph has {len(graph.output)} outputs ({names}); fpgagen compiles models with one"
+        )
     return inputs[0], graph.output[0].name
 
 
@@ -530,8 +532,10 @@ class _Folder:
         batch, features = target
         first_dim = self.shape[0]
         ok_batch = batch in (0, -1)
-        ok_features = features == self.features or (features == -1 and batch == 0) or (
-            features == 0 and first_dim == self.features
+        ok_features = (
+            features == self.features
+            or (features == -1 and batch == 0)
+            or (features == 0 and first_dim == self.features)
         )
         if not (ok_batch and ok_features):
             raise self.fail(

@@ -34,20 +34,24 @@ L_DRAIN = 2
 L_FLUSH = 2
 L_MEMORY = 6
 
-# Logic per lane and per stage, linear in the accumulator width. Initial values, to be
-# calibrated against Yosys.
-LANE_LUT_PER_ACC_BIT, LANE_LUT = 2, 40
-LANE_FF_PER_ACC_BIT, LANE_FF = 3, 56
-STAGE_LUT, STAGE_FF = 300, 300
+# Logic: per lane, linear in the accumulator width (multiply-accumulate, requantize, forwarding);
+# per stage (control, counters); per sequential stage (AXI4 read master, descriptors, loop-back).
+# Least-squares fits to Yosys synth_xilinx on seven designs (bench/bench_resources.py).
+LANE_LUT_PER_ACC_BIT, LANE_FF_PER_ACC_BIT = 4, 8
+STAGE_LUT, STAGE_FF = 1100, 0
+SEQUENTIAL_LUT, SEQUENTIAL_FF = 500, 1600
 
 MAX_IN_LANES = 16
 CHANNEL_VALUE_BITS = 16  # activations travel between stages as 16-bit values (docs/engine.md)
 MASK_VECTORS = 4  # a channel's mask FIFO holds this many B-bit masks (docs/engine.md)
 
-# Memory mapping (docs/cost-model.md, "Memories").
-LUTRAM_MAX_BITS = 1024
+# Memory mapping (docs/cost-model.md, "Memories"): shallow or small memories go to LUTRAM, as
+# synthesis maps them.
+LUTRAM_MAX_DEPTH = 64
+LUTRAM_MAX_BITS = 2048
 LUTRAM_DEPTH = 64  # bits per LUT used as distributed RAM
 BRAM36_SHAPES = ((32768, 1), (16384, 2), (8192, 4), (4096, 9), (2048, 18), (1024, 36), (512, 72))
+BRAM18_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
 BRAM36_BITS = 36 * 1024
 URAM_BITS = 4096 * 72  # on-chip capacity for the roofline only: URAM holds no weight ROM
 
@@ -107,21 +111,37 @@ def board_budget(board: Board) -> Resources:
 
 @cache
 def memory_resources(depth: int, width: int) -> Resources:
-    """One memory of depth x width bits: LUTRAM when small, else BRAM36.
+    """One memory of depth x width bits: LUTRAM when small, else block RAM (in BRAM36s).
 
     Never URAM: UltraScale+ UltraRAM cannot be initialized from the bitstream, so it cannot hold
     a weight ROM (docs/cost-model.md, "Memories").
     """
-    if depth <= 0 or width <= 0:
-        return Resources()
-    if depth * width <= LUTRAM_MAX_BITS:
-        return Resources(lut=width * math.ceil(depth / LUTRAM_DEPTH))
-    return Resources(bram=min(math.ceil(width / w) * math.ceil(depth / d) for d, w in BRAM36_SHAPES))
+    return _memory_group(depth, width, 1)
+
+
+def lutram_luts(depth: int, width: int) -> int:
+    """LUTs of a simple dual-port LUTRAM: 8 LUTs hold 32 x 14 bits (RAM32M16) or 64 x 7 bits
+    (RAM64M8), the primitives synthesis picks for the engine's memories."""
+    if depth <= 32:
+        return 8 * math.ceil(width / 14)
+    return 8 * math.ceil(width / 7) * math.ceil(depth / 64)
+
+
+def bram18_halves(depth: int, width: int) -> int:
+    """RAMB18s (halves of a BRAM36) of one memory: the fewest over both block sizes' shapes."""
+    whole = min(math.ceil(width / w) * math.ceil(depth / d) for d, w in BRAM36_SHAPES)
+    halves = min(math.ceil(width / w) * math.ceil(depth / d) for d, w in BRAM18_SHAPES)
+    return min(2 * whole, halves)
 
 
 @cache
 def _memory_group(depth: int, width: int, count: int) -> Resources:
-    return memory_resources(depth, width) * count
+    """`count` alike memories; two that each fit a RAMB18 share a BRAM36."""
+    if depth <= 0 or width <= 0:
+        return Resources()
+    if depth <= LUTRAM_MAX_DEPTH or depth * width <= LUTRAM_MAX_BITS:
+        return Resources(lut=lutram_luts(depth, width) * count)
+    return Resources(bram=math.ceil(count * bram18_halves(depth, width) / 2))
 
 
 @dataclass(frozen=True)
@@ -164,13 +184,16 @@ def total(memories: list[Memory | MaskFifo]) -> Resources:
     return sum((memory.resources() for memory in memories), Resources())
 
 
+SEQUENTIAL_LOGIC = Resources(lut=SEQUENTIAL_LUT, ff=SEQUENTIAL_FF)
+
+
 @cache
 def lane_logic(pes: int, acc_bits: int) -> Resources:
     """P multiply-accumulate lanes (one DSP each) plus the stage's control."""
     return Resources(
         dsp=pes,
-        lut=pes * (LANE_LUT_PER_ACC_BIT * acc_bits + LANE_LUT) + STAGE_LUT,
-        ff=pes * (LANE_FF_PER_ACC_BIT * acc_bits + LANE_FF) + STAGE_FF,
+        lut=pes * LANE_LUT_PER_ACC_BIT * acc_bits + STAGE_LUT,
+        ff=pes * LANE_FF_PER_ACC_BIT * acc_bits + STAGE_FF,
     )
 
 
@@ -572,7 +595,7 @@ class CostModel:
                 stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP),
                 interval=time,
                 latency=time,
-                resources=tables + engine + lane_logic(pes, acc_bits),
+                resources=tables + engine + lane_logic(pes, acc_bits) + SEQUENTIAL_LOGIC,
             )
             previous = work
 

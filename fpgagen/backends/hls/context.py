@@ -329,4 +329,3 @@ def _tables(stage: StagePlan) -> Tables:
         beats_type=beats_type,
         bias_type=signed_type(int(np.abs(bias).max(initial=0))),
     )
-

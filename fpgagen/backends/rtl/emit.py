@@ -88,22 +88,22 @@ def emit_rtl(model, folder: Path, plan: EnginePlan | None = None) -> None:
         else:
             stages.append(_sequential_stage(plan, stage, memories))
     control = ControlMap.for_ports(len(plan.sequential))
-    context = dict(
-        version=__version__,
-        model=plan.model.name,
-        top=plan.top,
-        core=f"{plan.model.name}_core",
-        in_lanes=plan.in_lanes,
-        out_lanes=plan.out_lanes,
-        n_in=plan.model.in_features,
-        index_bits=plan.index_bits,
-        item_bits=17 + plan.index_bits,
-        channels=plan.channels,
-        mask_depth=MASK_DEPTH,
-        stages=stages,
-        sequential=[stage for stage in stages if stage["port"] is not None],
-        control=control,
-    )
+    context = {
+        "version": __version__,
+        "model": plan.model.name,
+        "top": plan.top,
+        "core": f"{plan.model.name}_core",
+        "in_lanes": plan.in_lanes,
+        "out_lanes": plan.out_lanes,
+        "n_in": plan.model.in_features,
+        "index_bits": plan.index_bits,
+        "item_bits": 17 + plan.index_bits,
+        "channels": plan.channels,
+        "mask_depth": MASK_DEPTH,
+        "stages": stages,
+        "sequential": [stage for stage in stages if stage["port"] is not None],
+        "control": control,
+    }
     environment = _environment()
     for template, module in (("core.v.j2", context["core"]), ("top.v.j2", plan.top)):
         (folder / f"{module}.v").write_text(environment.get_template(template).render(context))

@@ -1,0 +1,115 @@
+"""The cost model's resource estimates against Yosys synthesis (`synth_xilinx -family xcup`).
+
+Synthesizes seven designs (3 layers of Graph Challenge 1024 all-dataflow with 8 and 16 PEs and
+all-sequential with 16; the four pruned MLPs of the tests that mix the modes and lane counts),
+prints estimate / Yosys per resource, and refits the logic constants of
+fpgagen/schedule/cost_model.py (LUT and FF per lane and accumulator bit, per stage, per
+sequential stage) by non-negative least squares, so a change to the RTL can be followed by a
+recalibration. Writes bench/results/resources.json. Takes about 8 minutes.
+
+Graph Challenge weights all have one value, so Yosys drops the constant columns of their ROMs:
+its BRAM count for those designs is a lower bound of what a real network needs.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+from scipy.optimize import nnls
+
+from fpgagen.atomic import atomic_file
+from fpgagen.cli import app
+from fpgagen.examples.graphchallenge import draw_images, network
+from fpgagen.frontend.onnx_writer import write_onnx
+from fpgagen.manifest import read_manifest
+from fpgagen.schedule import cost_model
+from fpgagen.synth import run_synthesis
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+from designs import mlp_design
+
+GC_CONFIGS = [("dataflow", 8), ("dataflow", 16), ("sequential", 16)]
+MLP_CASES = ["dataflow_only", "sequential_only", "sequential_first", "sequential_middle"]
+
+
+def gc_designs(work: Path) -> list[Path]:
+    write_onnx(network(1024, 3), work / "gc1024x3.onnx")
+    np.save(work / "images.npy", draw_images(1024, 8, np.random.default_rng(1)).toarray().astype(np.float32))
+    folders = []
+    for policy, pes in GC_CONFIGS:
+        outdir = work / f"gc_{policy}_{pes}"
+        args = ["compile", work / "gc1024x3.onnx", "-o", outdir, "--schedule", policy, "--pes", pes,
+                "--calib", work / "images.npy", "--vectors", 2]  # fmt: skip
+        result = CliRunner().invoke(app, [str(a) for a in args])
+        if result.exit_code != 0:
+            sys.exit(f"compile failed: {result.stderr}")
+        folders.append(outdir)
+    return folders
+
+
+def logic_features(manifest: dict) -> list[float]:
+    """What the logic constants multiply: sum of P x acc_bits, stages (and the input reader),
+    sequential stages."""
+    layers, stages = manifest["layers"], manifest["schedule"]["stages"]
+    lane_bits = sum(s["pes"] * max(layers[i]["formats"]["acc_bits"] for i in s["layers"]) for s in stages)
+    sequential = sum(s["mode"] == "sequential" for s in stages)
+    return [lane_bits, len(stages) + 1, sequential]
+
+
+def main() -> int:
+    work = HERE / "work" / "resources"
+    work.mkdir(parents=True, exist_ok=True)
+    folders = gc_designs(work)
+    for case in MLP_CASES:  # compiled afresh, so their estimates follow the current constants
+        shutil.rmtree(work / case, ignore_errors=True)
+        folders.append(mlp_design(case, work / case, count=2))
+
+    lut_constants = np.array([cost_model.LANE_LUT_PER_ACC_BIT, cost_model.STAGE_LUT, cost_model.SEQUENTIAL_LUT])
+    ff_constants = np.array([cost_model.LANE_FF_PER_ACC_BIT, cost_model.STAGE_FF, cost_model.SEQUENTIAL_FF])
+    rows, features, lut_rest, ff_rest = [], [], [], []
+    print(f"{'design':26} {'LUT':>13} {'FF':>13} {'DSP':>9} {'BRAM36':>11}   (Yosys / estimate)")
+    for folder in folders:
+        manifest = read_manifest(folder)
+        estimate = manifest["estimate"]["totals"]["resources"]
+        synth = run_synthesis(folder)
+        measured = synth.resources()
+        row = {"design": folder.name, "yosys": measured, "estimate": estimate, "yosys_seconds": synth.seconds,
+               "lutram_luts": synth.lutram_luts}  # fmt: skip
+        rows.append(row)
+        print(
+            f"{folder.name:26} "
+            + " ".join(f"{measured[k]:>6g}/{estimate[k]:<6g}" for k in ("lut", "ff", "dsp", "bram"))
+        )
+        x = logic_features(manifest)
+        features.append(x)
+        # What synthesis spent on logic: its total less the estimate's memories.
+        lut_rest.append(measured["lut"] - (estimate["lut"] - float(np.dot(lut_constants, x))))
+        ff_rest.append(measured["ff"] - (estimate["ff"] - float(np.dot(ff_constants, x))))
+
+    matrix = np.array(features, dtype=np.float64)
+    fits = {}
+    for name, target, current in (("lut", lut_rest, lut_constants), ("ff", ff_rest, ff_constants)):
+        fitted, _ = nnls(matrix, np.array(target))
+        fits[name] = {"current": current.tolist(), "fitted": fitted.round(1).tolist()}
+        print(f"{name}: constants (per lane x acc bit, per stage, per sequential stage) now {current.tolist()}, "
+              f"fit {fitted.round(1).tolist()}")  # fmt: skip
+    ratios = {
+        k: [row["estimate"][k] / row["yosys"][k] for row in rows if row["yosys"][k]] for k in ("lut", "ff", "dsp")
+    }
+    for kind, values in ratios.items():
+        print(f"estimate / Yosys {kind}: {min(values):.2f} .. {max(values):.2f}")
+
+    with atomic_file(HERE / "results" / "resources.json") as partial:
+        partial.write_text(json.dumps({"designs": rows, "logic_fit": fits, "ratios": ratios}, indent=2) + "\n")
+    print(f"wrote {HERE / 'results' / 'resources.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
