@@ -72,7 +72,7 @@ def main() -> int:
 
     lut_constants = np.array([cost_model.LANE_LUT_PER_ACC_BIT, cost_model.STAGE_LUT, cost_model.SEQUENTIAL_LUT])
     ff_constants = np.array([cost_model.LANE_FF_PER_ACC_BIT, cost_model.STAGE_FF, cost_model.SEQUENTIAL_FF])
-    rows, features, lut_rest, ff_rest = [], [], [], []
+    rows, features, lut_rest, ff_rest, failures = [], [], [], [], []
     print(f"{'design':26} {'LUT':>13} {'FF':>13} {'DSP':>9} {'BRAM36':>11}   (Yosys / estimate)")
     for folder in folders:
         manifest = read_manifest(folder)
@@ -80,7 +80,9 @@ def main() -> int:
         synth = run_synthesis(folder)
         measured = synth.resources()
         row = {"design": folder.name, "yosys": measured, "estimate": estimate, "yosys_seconds": synth.seconds,
-               "lutram_luts": synth.lutram_luts}  # fmt: skip
+               "lutram_luts": synth.lutram_luts, "latches": synth.latches}  # fmt: skip
+        if synth.latches:
+            failures.append(f"{folder.name}: {synth.latches} latches")
         rows.append(row)
         print(
             f"{folder.name:26} "
@@ -108,7 +110,9 @@ def main() -> int:
     with atomic_file(HERE / "results" / "resources.json") as partial:
         partial.write_text(json.dumps({"designs": rows, "logic_fit": fits, "ratios": ratios}, indent=2) + "\n")
     print(f"wrote {HERE / 'results' / 'resources.json'}")
-    return 0
+    for failure in failures:
+        print("FAIL", failure)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

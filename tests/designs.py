@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
 from pathlib import Path
 
 import numpy as np
 
 from fpgagen.compile import write_design
 from fpgagen.ir import Activation, Layer, Model, Schedule, Stage, sparse_weights
+from fpgagen.manifest import read_manifest
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.quantize import quantize
 from fpgagen.schedule.apply import apply_schedule
 from fpgagen.schedule.boards import load_board
+from fpgagen.simulate import verilator_on_path
 from fpgagen.vectors import default_inputs
 
 RELU, CLIP, NONE = Activation(0.0, np.inf), Activation(-0.5, 1.5), Activation()
@@ -84,3 +87,16 @@ def mlp_design(case: str, outdir: Path, count: int = 12) -> Path:
     calib = np.random.default_rng(2).uniform(-1, 1, (16, sizes[0]))
     design = scheduled(model, precision, stages, in_lanes, calib)
     return compile_design(design, outdir, default_inputs(design, count=count, seed=1))
+
+
+def lint(outdir: Path) -> None:
+    """verilator --lint-only -Wall on the design: no warning at all."""
+    verilator_on_path()
+    manifest = read_manifest(outdir)
+    rtl = outdir / "rtl"
+    sources = sorted(str(path.name) for path in rtl.glob("*.v"))
+    done = subprocess.run(
+        ["verilator", "--lint-only", "-Wall", "--top-module", manifest["rtl"]["toplevel"], *sources],
+        cwd=rtl, capture_output=True, check=False, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0 and "%Warning" not in done.stderr, done.stderr

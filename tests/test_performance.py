@@ -9,6 +9,7 @@ import shutil
 
 import numpy as np
 import pytest
+from designs import lint
 
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
@@ -36,6 +37,7 @@ def test_cost_model_predicts_measured_cycles(mode, pes, gc_inputs, tmp_path, run
         "--calib", gc_inputs / "images.npy", "--vectors", IMAGES,
     )  # fmt: skip
     assert compiled.exit_code == 0, compiled.stderr
+    lint(outdir)
     simulated = run_cli("sim", outdir, "--simulator", SIMULATOR)
     assert simulated.exit_code == 0, simulated.stderr
 
