@@ -16,9 +16,6 @@ Results are merged into bench/results/csim.json under a key naming the configura
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import subprocess
 import tempfile
 import time
@@ -26,8 +23,8 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from recording import machine, merge_record, now
 
-from fpgagen.atomic import atomic_file
 from fpgagen.backends.hls import run_csim
 from fpgagen.compile import write_design
 from fpgagen.examples.graphchallenge import draw_images, network
@@ -85,14 +82,11 @@ def main() -> None:
         "meets_target": rate >= TARGET,
         "bit_exact": True,
         "compiler": _compiler(),
-        "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()},
-        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": machine(),
+        "when": now(),
     }
     key = f"n{args.neurons}-l{args.layers}-k{args.inputs}-{args.precision}-{args.policy}"
-    results = json.loads(args.out.read_text()) if args.out.is_file() else {}
-    results[key] = record
-    with atomic_file(args.out) as work:
-        work.write_text(json.dumps(results, indent=2) + "\n")
+    merge_record(args.out, key, record)
 
     kinds = Counter(f"{s.mode} P={s.pes}" for s in stages)
     modes = ", ".join(f"{count} {kind}" for kind, count in kinds.items())

@@ -16,8 +16,6 @@ bench/results/golden.json under a key naming the configuration.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import platform
 import time
 from pathlib import Path
@@ -25,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import scipy
 import scipy.sparse as sp
+from recording import machine, merge_record, now
 
-from fpgagen.atomic import atomic_file
 from fpgagen.examples.graphchallenge import draw_images, network, reference_categories
 from fpgagen.frontend.graphchallenge_tsv import CLIP, categories, default_bias
 from fpgagen.golden import GoldenModel
@@ -100,15 +98,12 @@ def main() -> None:
         "survivors_float64": int(truth.size),
         "baseline_category_mismatches": int(np.setxor1d(categories(base_out), truth).size),
         "golden_category_mismatches": int(np.setxor1d(categories(golden_out), truth).size),
-        "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()},
+        "machine": machine(),
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "scipy": scipy.__version__},
-        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "when": now(),
     }
     key = f"n{args.neurons}-l{args.layers}-k{args.inputs}-{args.precision}"
-    results = json.loads(args.out.read_text()) if args.out.is_file() else {}
-    results[key] = record
-    with atomic_file(args.out) as work_path:
-        work_path.write_text(json.dumps(results, indent=2) + "\n")
+    merge_record(args.out, key, record)
 
     print(f"{key}: {args.inputs} inputs x {edges:,} edges, best of {args.repeat}")
     print(f"  baseline scipy float32  {base_s:8.3f} s  {work / base_s:.3e} edges/s")
