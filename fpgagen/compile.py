@@ -1,8 +1,8 @@
 """`fpgagen compile`: model file in, complete design folder out.
 
-read -> quantize -> measure activity -> schedule -> plan -> emit HLS and RTL, write the off-chip
-weight images, test vectors and manifest. The folder is built beside the target and moved into
-place only when complete.
+The front half (fpgagen.prepare: read, quantize, measure activity, schedule), then the engine plan
+and the back ends: HLS and RTL, the off-chip weight images, test vectors and the manifest. The
+folder is built beside the target and moved into place only when complete.
 """
 
 from __future__ import annotations
@@ -14,27 +14,24 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import read_array
 from .atomic import atomic_directory
-from .backends.engine_plan import plan_engine
 from .backends.hls.emit import emit_hls
 from .backends.rtl.emit import emit_rtl
+from .engine import plan_engine
 from .errors import FpgagenError
 from .frontend import load_model
-from .golden import flatten_inputs
 from .ir import Model
 from .manifest import build_manifest, write_manifest
-from .numerics import parse_precision
-from .passes.quantize import quantize
+from .prepare import FrontOptions, prepare
 from .schedule.boards import Board, load_board
 from .schedule.cost_model import Activity, CostModel
-from .schedule.scheduler import DEFAULT_BATCH, schedule
+from .schedule.scheduler import DEFAULT_BATCH
 from .vectors import DEFAULT_COUNT, default_inputs, golden_vectors, write_vectors
 
 
 @dataclass(frozen=True)
 class CompileOptions:
-    board: str = "u280"
+    board: str | Path = "u280"  # a built-in board's name or the path of a .yaml profile
     precision: str = "w8a16"
     policy: str = "auto"
     objective: str = "throughput"
@@ -42,6 +39,10 @@ class CompileOptions:
     pes: int | None = None
     act_density: float | None = None
     vectors: int = DEFAULT_COUNT
+
+    @property
+    def front(self) -> FrontOptions:
+        return FrontOptions(self.precision, self.policy, self.objective, self.calib, self.pes, self.act_density)
 
 
 @dataclass(frozen=True)
@@ -64,27 +65,11 @@ def compile_model(
 ) -> CompileSummary:
     """Compile `model_path` into `outdir` (replaced atomically); `step` hears each stage's name."""
     started = time.perf_counter()
-    precision = parse_precision(options.precision)
-    if precision is None:
-        raise FpgagenError("precision float has no hardware; compile with a fixed-point precision such as w8a16")
     if options.vectors < 1:
         raise FpgagenError(f"--vectors {options.vectors}: at least one test vector is needed")
     board = load_board(options.board)
-    step("reading the model")
-    model = load_model(model_path)
-    calib = None
-    if options.calib is not None:
-        calib = flatten_inputs(model, read_array(options.calib), str(options.calib))
-    step("quantizing")
-    model = quantize(model, precision, calib)
-    if options.act_density is not None:
-        activity = Activity.uniform(model, options.act_density)
-    elif calib is not None:
-        activity = Activity.from_calibration(model, calib)
-    else:
-        activity = Activity.uniform(model)
-    step("scheduling")
-    model = schedule(model, board, options.policy, options.objective, activity, pes=options.pes)
+    prepared = prepare(model_path, board, options.front, step=step)
+    model, calib = prepared.model, prepared.calib
     inputs = calib[: options.vectors] if calib is not None else default_inputs(model, options.vectors)
     with atomic_directory(Path(outdir)) as work:
         write_design(model, board, work, inputs, model_path, options.calib, step)
@@ -109,13 +94,13 @@ def write_design(
         estimate = cost.estimate(model.schedule.stages, DEFAULT_BATCH)
         model = replace(model, schedule=replace(model.schedule, estimate=estimate))
     step("planning the engine")
-    plan = plan_engine(model)
+    plan = plan_engine(model, board)
     step("writing the HLS project")
-    emit_hls(model, folder / "hls", plan)
+    emit_hls(plan, folder / "hls")
     step("writing the RTL")
-    emit_rtl(model, folder / "rtl", plan)
+    emit_rtl(plan, folder / "rtl")
     for stage in plan.sequential:
-        (folder / f"weights{stage.port}.bin").write_bytes(stage.offchip_image)
+        (folder / plan.interface.ports[stage.port].image).write_bytes(stage.offchip_image)
     step("computing test vectors")
     write_vectors(model, golden_vectors(model, inputs), folder / "vectors")
-    write_manifest(build_manifest(model, plan, board, source, calib), folder)
+    write_manifest(build_manifest(plan, source, calib), folder)

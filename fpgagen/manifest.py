@@ -1,37 +1,30 @@
 """OUTDIR/manifest.json: the machine-readable summary of a compiled design (docs/manifest.md).
 
-Written by `fpgagen compile`; read by `fpgagen csim/sim/synth/report`, the cocotb testbench and
-the tests. It also records how the design was made (model file, precision, calibration inputs,
-schedule), so the same quantized, scheduled model can be rebuilt for new inputs.
+Written by `fpgagen compile` from the engine plan; read by `fpgagen csim/sim/synth/report`, the
+cocotb testbench and the tests. It records how the design was made (model file, precision,
+calibration inputs, board, schedule) so the same quantized, scheduled model can be rebuilt
+(fpgagen.design), and what the plan made of it. This module only records and reads.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 from . import __version__
-from .arrays import read_array
-from .backends.engine_plan import EnginePlan
-from .backends.rtl.emit import ControlMap
+from .engine import EnginePlan
 from .errors import FpgagenError
-from .frontend import load_model
-from .golden import flatten_inputs
-from .ir import Model, Schedule, Stage
-from .numerics import parse_precision
-from .passes.quantize import quantize
-from .schedule.apply import apply_schedule
-from .schedule.boards import Board
 
 SCHEMA = "fpgagen.manifest/1"
 NAME = "manifest.json"
 
 
-def build_manifest(model: Model, plan: EnginePlan, board: Board, source: Path | None, calib: Path | None) -> dict:
+def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None) -> dict:
+    model, board, interface = plan.model, plan.board, plan.interface
     schedule = model.schedule
     estimate = schedule.estimate.to_dict() if schedule.estimate is not None else None
     estimated_layers = {entry["name"]: entry for entry in (estimate or {}).get("layers", [])}
-    control = ControlMap.for_ports(len(plan.sequential))
     return {
         "schema": SCHEMA,
         "fpgagen": __version__,
@@ -50,7 +43,7 @@ def build_manifest(model: Model, plan: EnginePlan, board: Board, source: Path | 
             "nnz": sum(layer.numerics.weights_q.nnz for layer in model.layers),
         },
         "precision": model.precision.name,
-        "board": {"name": board.name, "part": board.part, "clock_mhz": schedule.clock_mhz},
+        "board": asdict(board),
         "schedule": {
             "policy": schedule.policy,
             "objective": schedule.objective,
@@ -60,31 +53,38 @@ def build_manifest(model: Model, plan: EnginePlan, board: Board, source: Path | 
                 for s in schedule.stages
             ],
         },
-        "layers": [_layer_entry(model, plan, index, estimated_layers) for index in range(len(model.layers))],
+        "layers": [_layer_entry(plan, index, estimated_layers) for index in range(len(model.layers))],
+        "engine": {
+            "channels": [
+                {"lanes": c.lanes, "length": c.length, "item_bits": c.item_bits, "lane_depth": c.lane_depth}
+                for c in plan.channels
+            ],
+            "stages": [{"memories": [asdict(memory) for memory in stage.memories]} for stage in plan.stages],
+            "reader": {"memories": [asdict(memory) for memory in plan.reader_memories]},
+        },
         "estimate": estimate,
         "hls": {"folder": "hls", "top": plan.top},
         "rtl": {
             "folder": "rtl",
             "toplevel": plan.top,
-            "core": f"{model.name}_core",
-            "in_lanes": plan.in_lanes,
-            "out_lanes": plan.out_lanes,
+            "core": plan.core,
+            "in_lanes": interface.in_lanes,
+            "out_lanes": interface.out_lanes,
             "in_features": model.in_features,
             "out_features": model.out_features,
             "last_layer": model.layers[-1].name,
-            "control": {"batch": control.register("batch")}
-            | {f"weights{s.port}": control.register(f"weights{s.port}") for s in plan.sequential},
+            "control": interface.control.registers(),
             "ports": [
                 {
-                    "port": s.port,
-                    "data_bits": 32 * s.pes,
-                    "image": f"weights{s.port}.bin",
-                    "bytes_per_cycle": board.bytes_per_cycle,
+                    "port": port.port,
+                    "data_bits": port.data_bits,
+                    "image": port.image,
+                    "bytes_per_cycle": port.bytes_per_cycle,
                 }
-                for s in plan.sequential
+                for port in interface.ports
             ],
             "perf": [
-                {"layer": layer.layer.name, "instance": f"u_stage{s.index}", "slot": slot}
+                {"layer": layer.name, "instance": f"u_stage{s.index}", "slot": slot}
                 for s in plan.stages
                 for slot, layer in enumerate(s.layers)
             ],
@@ -93,11 +93,11 @@ def build_manifest(model: Model, plan: EnginePlan, board: Board, source: Path | 
     }
 
 
-def _layer_entry(model: Model, plan: EnginePlan, index: int, estimated: dict) -> dict:
-    layer = model.layers[index]
+def _layer_entry(plan: EnginePlan, index: int, estimated: dict) -> dict:
+    layer_plan = plan.layer(index)
+    layer = layer_plan.layer
     numerics = layer.numerics
-    stage_plan = plan.stages[layer.schedule.stage]
-    layer_plan = next(entry for entry in stage_plan.layers if entry.index == index)
+    shape = layer_plan.shape
     return {
         "name": layer.name,
         "origin": layer.origin,
@@ -110,7 +110,7 @@ def _layer_entry(model: Model, plan: EnginePlan, index: int, estimated: dict) ->
             "input": str(numerics.input_format),
             "weight": str(numerics.weight_format),
             "output": str(numerics.output_format),
-            "acc_bits": numerics.acc_bits,
+            "acc_bits": shape.acc_bits,
             "shift": numerics.shift,
             "lo_q": numerics.lo_q,
             "hi_q": numerics.hi_q,
@@ -119,8 +119,8 @@ def _layer_entry(model: Model, plan: EnginePlan, index: int, estimated: dict) ->
         "pes": layer.schedule.pes,
         "stage": layer.schedule.stage,
         "weight_memory": layer.schedule.weight_memory,
-        "beats": layer_plan.beats,
-        "lane_efficiency": numerics.weights_q.nnz / max(1, layer_plan.beats * layer.schedule.pes),
+        "beats": shape.beats,
+        "lane_efficiency": numerics.weights_q.nnz / max(1, shape.beats * shape.pes),
         "estimate": estimated.get(layer.name),
     }
 
@@ -140,34 +140,3 @@ def read_manifest(outdir: Path) -> dict:
     if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
         raise FpgagenError(f"{path}: not an fpgagen manifest of schema {SCHEMA}")
     return manifest
-
-
-def model_from_manifest(outdir: Path) -> Model:
-    """The quantized, scheduled model OUTDIR was compiled from: the same model file, precision,
-    calibration and schedule give the same fixed-point formats, so it computes what the design does."""
-    manifest = read_manifest(outdir)
-    try:
-        source = manifest["source"]
-        precision = parse_precision(manifest["precision"])
-        recorded = manifest["schedule"]
-        stages = tuple(
-            Stage(stage["mode"], tuple(stage["layers"]), int(stage["pes"]), stage["weight_memory"])
-            for stage in recorded["stages"]
-        )
-        schedule = Schedule(
-            stages=stages,
-            in_lanes=int(recorded["in_lanes"]),
-            board=manifest["board"]["name"],
-            clock_mhz=float(manifest["board"]["clock_mhz"]),
-            policy=recorded["policy"],
-            objective=recorded["objective"],
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise FpgagenError(f"{outdir}/{NAME}: incomplete manifest ({exc!r})") from None
-    if not source.get("model"):
-        raise FpgagenError(f"{outdir}: the design was not compiled from a model file; it cannot take new inputs")
-    model = load_model(Path(source["model"]))
-    calib = None
-    if source.get("calib"):
-        calib = flatten_inputs(model, read_array(Path(source["calib"])), source["calib"])
-    return apply_schedule(quantize(model, precision, calib), schedule)

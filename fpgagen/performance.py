@@ -15,9 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .design import model_from_manifest
+from .engine.geometry import OFFCHIP_SLOT_BYTES
+from .engine.layout import beats_per_row
 from .errors import FpgagenError
-from .layout import OFFCHIP_ENTRY_BYTES, beats_per_row
-from .manifest import model_from_manifest, read_manifest
+from .manifest import read_manifest
 from .vectors import read_vectors
 
 
@@ -84,7 +86,7 @@ def layer_performance(outdir: Path, vectors: Path | None = None) -> list[LayerPe
         memory_bound = 0.0
         if layer.schedule.mode == "sequential":
             port = ports[model.schedule.sequential_stages.index(layer.schedule.stage)]
-            beat_bytes = OFFCHIP_ENTRY_BYTES * pes
+            beat_bytes = OFFCHIP_SLOT_BYTES * pes
             per_cycle = min(beat_bytes, port["bytes_per_cycle"])
             streamed = float((active * beats_per_row(weights, pes)).sum()) / len(x)
             memory_bound = streamed * beat_bytes / per_cycle

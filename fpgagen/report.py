@@ -7,13 +7,11 @@ autoescaping; the page has no scripts.
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
-
-import jinja2
 
 from .manifest import read_manifest
 from .performance import layer_performance
+from .templating import environment
 
 RESULT_FILES = {"C simulation": "csim_results.json", "RTL simulation": "sim_results.json",
                 "Yosys synthesis": "synth_results.json"}  # fmt: skip
@@ -100,13 +98,10 @@ def write_report(outdir: Path) -> Path:
         }
         for name in ("dsp", "bram", "uram", "lut", "ff")
     ]
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resources.files("fpgagen.templates") / "report")),
-        undefined=jinja2.StrictUndefined,
-        autoescape=True,
-    )
-    page = environment.get_template("report.html.j2").render(
-        m=manifest, checks=_checks(found), layers=layers, design=design, resources=resource_rows
+    page = (
+        environment("report")
+        .get_template("report.html.j2")
+        .render(m=manifest, checks=_checks(found), layers=layers, design=design, resources=resource_rows)
     )
     target = outdir / "report.html"
     target.write_text(page, encoding="utf-8")

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+from plan_checks import check_design_follows_plan
 
 from fpgagen.compile import write_design
 from fpgagen.ir import Activation, Layer, Model, Schedule, Stage, sparse_weights
@@ -53,8 +54,10 @@ def scheduled(model: Model, precision: str, stages: tuple[Stage, ...], in_lanes:
 
 
 def compile_design(model: Model, outdir: Path, inputs: np.ndarray) -> Path:
-    """What `fpgagen compile` leaves: hls/, rtl/, the weight images, vectors/ and the manifest."""
+    """What `fpgagen compile` leaves: hls/, rtl/, the weight images, vectors/ and the manifest;
+    checked to be its engine plan, as every design the tests build."""
     write_design(model, load_board("u280"), outdir, inputs)
+    check_design_follows_plan(outdir, model)
     return outdir
 
 

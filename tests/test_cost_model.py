@@ -8,6 +8,16 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from fpgagen.engine.geometry import (
+    ACTIVATION_DEPTH,
+    DESCRIPTOR_FIELD_BITS,
+    DESCRIPTOR_FIELDS,
+    MASK_DEPTH,
+    OUTPUT_DEPTH,
+    REQUEST_DEPTH,
+    in_lanes,
+)
+from fpgagen.engine.memory import Memory
 from fpgagen.ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, Activation, Layer, Model, Stage, sparse_weights
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.quantize import quantize
@@ -19,18 +29,16 @@ from fpgagen.schedule.cost_model import (
     L_MEMORY,
     LANE_FF_PER_ACC_BIT,
     LANE_LUT_PER_ACC_BIT,
-    MASK_VECTORS,
     SEQUENTIAL_FF,
     SEQUENTIAL_LUT,
     STAGE_FF,
     STAGE_LUT,
     Activity,
     CostModel,
-    Memory,
     Resources,
-    in_lanes,
     lutram_luts,
-    memory_resources,
+    price,
+    total,
 )
 
 # Row 0 feeds outputs 0, 2, 3; row 1 nothing; row 2 outputs 1 and 4. With P = 2 (even outputs on
@@ -63,7 +71,7 @@ def activity(model: Model) -> Activity:
 def test_beats_follow_the_lane_layout_and_the_activity():
     model = two_layers()
     work = CostModel(model, BOARD, activity(model)).work(0, 2)
-    assert (work.beats, work.max_row_beats, work.local_depth) == (3, 2, 3)
+    assert (work.shape.beats, work.shape.max_row_beats, work.shape.addresses) == (3, 2, 3)
     assert work.issued == pytest.approx(0.5 * 2 + 1.0 * 1 + 0.25 * 1)  # a zero row still costs one cycle
     assert work.streamed == pytest.approx(0.5 * 2 + 1.0 * 0 + 0.25 * 1)  # but reads nothing
     assert work.drain == 3 + L_DRAIN + L_FLUSH  # ceil(5 / 2) local addresses, then the held items and mask
@@ -151,7 +159,7 @@ def test_the_input_reader():
     # four lane FIFOs of 2 items of {last, index (2 bits), value (16 bits)}: 19 bits wide, one
     # RAM32M16 pair (16 LUTs) each,
     # and a mask FIFO of four 4-bit masks in flip-flops
-    assert reader.resources == Resources(lut=4 * 16 + STAGE_LUT, ff=STAGE_FF + MASK_VECTORS * 4)
+    assert reader.resources == Resources(lut=4 * 16 + STAGE_LUT, ff=STAGE_FF + MASK_DEPTH * 4)
 
 
 @pytest.mark.parametrize(
@@ -172,20 +180,20 @@ def test_the_input_reader():
     ],
 )
 def test_memories_map_to_lutram_or_bram(depth, width, expected):
-    assert memory_resources(depth, width) == expected
+    assert price(Memory.sized("memory", depth, width)) == expected
 
 
 def test_memories_that_fit_a_ramb18_pair_up_in_a_bram36():
-    assert Memory("banks", 128, 28, count=16).resources() == Resources(bram=8)
-    assert Memory("banks", 128, 28, count=3).resources() == Resources(bram=2)
-    assert Memory("wide", 600, 40, count=3).resources() == Resources(bram=5)  # 3 RAMB18 (1024 x 18) each
+    assert price(Memory.sized("banks", 128, 28, count=16)) == Resources(bram=8)
+    assert price(Memory.sized("banks", 128, 28, count=3)) == Resources(bram=2)
+    assert price(Memory.sized("wide", 600, 40, count=3)) == Resources(bram=5)  # 3 RAMB18 (1024 x 18) each
 
 
 def test_dataflow_stage_resources_add_up_its_memories_and_lanes():
     model = two_layers()
     cost = CostModel(model, BOARD, activity(model))
     acc = model.layers[0].numerics.acc_bits
-    memories = {m.name: m for m in cost.dataflow_memories(0, 2)}
+    memories = {m.role: m for m in cost.dataflow_memories(0, 2)}
     assert (memories["weights"].depth, memories["weights"].width) == (3, 2 * (1 + 2 + 8))  # local 0..2: 2 bits
     assert (memories["row table"].depth, memories["row table"].width) == (3, 2 + 2)  # bits(3) + bits(2)
     assert (memories["bias"].depth, memories["bias"].width) == (3, 2 * acc)
@@ -193,30 +201,42 @@ def test_dataflow_stage_resources_add_up_its_memories_and_lanes():
     assert (memories["output lanes"].count, memories["output lanes"].depth, memories["output lanes"].width) == (
         2, 4, 1 + 3 + 16
     )  # fmt: skip
-    assert memories["output mask"].resources() == Resources(ff=MASK_VECTORS * 2)
+    assert price(memories["output mask"]) == Resources(ff=MASK_DEPTH * 2)
     lanes = 2 * LANE_LUT_PER_ACC_BIT * acc + STAGE_LUT
     lutram = lutram_luts(3, 22) + lutram_luts(3, 4) + lutram_luts(3, 2 * acc) + 4 * lutram_luts(3, acc) + 2 * 16
-    ff = 2 * LANE_FF_PER_ACC_BIT * acc + STAGE_FF + MASK_VECTORS * 2
+    ff = 2 * LANE_FF_PER_ACC_BIT * acc + STAGE_FF + MASK_DEPTH * 2
     assert cost.dataflow(0, 2).resources == Resources(dsp=2, lut=lanes + lutram, ff=ff)
-    # the model's last layer drains dense beats to the AXI stream: it has no output channel
-    assert {"output lanes", "output mask"}.isdisjoint(m.name for m in cost.dataflow_memories(1, 2))
+    # the model's last layer drains dense beats into the FIFO in front of the AXI stream
+    last = {m.role: m for m in cost.dataflow_memories(1, 2)}
+    assert {"output lanes", "output mask"}.isdisjoint(last)
+    assert (last["output beats"].depth, last["output beats"].width) == (OUTPUT_DEPTH, 2 * 16 + 1)
 
 
-def test_a_sequential_stage_keeps_every_table_and_one_engine_for_its_widest_layer():
+def test_a_sequential_stage_stacks_its_tables_and_shares_one_engine_for_its_widest_layer():
     model = two_layers()
     cost = CostModel(model, BOARD, activity(model))
-    names = [m.name for m in cost.sequential_memories(0, 1, 2)]
-    assert names == ["row table", "bias", "row table", "bias", "accumulators", "loop-back lanes", "loop-back mask"]
     memories = cost.sequential_memories(0, 1, 2)
-    accumulators = memories[4]
-    assert (accumulators.count, accumulators.depth) == (4, 3)  # layer a's 5 outputs over 2 lanes
-    assert accumulators.width == max(layer.numerics.acc_bits for layer in model.layers)
-    assert (memories[5].depth, memories[5].width) == (4, 1 + 3 + 16)  # layer a's outputs loop back
-    assert all(m.name != "weights" for m in memories)  # the weights stream from off chip
-    incremental = cost.sequential(0, 1, 2).resources
-    listed = sum((m.resources() for m in memories), Resources())
-    acc = accumulators.width
-    assert incremental == listed + Resources(
+    roles = [m.role for m in memories]
+    assert roles == [
+        "descriptors", "row table", "bias", "accumulators", "row requests", "waiting activations",
+        "loop-back lanes", "loop-back mask", "output beats",
+    ]  # fmt: skip
+    found = dict(zip(roles, memories))
+    assert (found["descriptors"].depth, found["descriptors"].width) == (2, DESCRIPTOR_FIELDS * DESCRIPTOR_FIELD_BITS)
+    # rows of both layers stacked (3 + 5), their fields as wide as the widest layer's: beats up to
+    # 3 (layer a) and 5 (layer b: every row 1 beat on 2 lanes), rows of at most 2 beats (layer a)
+    a, b = cost.work(0, 2).shape, cost.work(1, 2).shape
+    assert found["row table"].depth == 3 + 5
+    assert found["row table"].width == max(a.start_bits, b.start_bits) + max(a.count_bits, b.count_bits)
+    acc = max(a.acc_bits, b.acc_bits)
+    assert (found["bias"].depth, found["bias"].width) == (a.addresses + b.addresses, 2 * acc)
+    accumulators = found["accumulators"]
+    assert (accumulators.count, accumulators.depth, accumulators.width) == (4, 3, acc)  # layer a's 5 outputs
+    assert found["row requests"].depth == REQUEST_DEPTH
+    assert found["waiting activations"].depth == ACTIVATION_DEPTH
+    assert (found["loop-back lanes"].depth, found["loop-back lanes"].width) == (4, 1 + 3 + 16)  # a's outputs
+    assert all(m.role != "weights" for m in memories)  # the weights stream from off chip
+    assert cost.sequential(0, 1, 2).resources == total(memories) + Resources(
         dsp=2,
         lut=2 * LANE_LUT_PER_ACC_BIT * acc + STAGE_LUT + SEQUENTIAL_LUT,
         ff=2 * LANE_FF_PER_ACC_BIT * acc + STAGE_FF + SEQUENTIAL_FF,

@@ -19,10 +19,12 @@ import onnx
 import pytest
 from designs import MLPS, NONE, RELU, compile_design, df, mlp_design, pruned_mlp, scheduled, seq
 from onnx import TensorProto, helper, numpy_helper
+from plan_checks import check_design_follows_plan
 
 from fpgagen.backends.hls import emit_hls, run_csim
 from fpgagen.backends.hls.carrays import decimal_initializer, hex_initializer
 from fpgagen.compile import write_design
+from fpgagen.engine import plan_engine
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend import read_onnx
 from fpgagen.ir import Layer, Model, Schedule, sparse_weights
@@ -196,6 +198,7 @@ def test_hostile_names_never_reach_generated_files_and_csim_inputs(tmp_path, run
     design = apply_schedule(quantize(read_onnx(model_path), parse_precision("w8a16")), schedule)
     outdir = tmp_path / "out"
     write_design(design, load_board("u280"), outdir, inputs, source=model_path)
+    check_design_follows_plan(outdir)
 
     generated = [path for path in outdir.rglob("*") if path.is_file() and path.suffix != ".bin"]
     assert any(path.name.endswith(".h") for path in generated)
@@ -234,7 +237,7 @@ def test_output_grows_with_nonzeros_not_dense_size(tmp_path):
     weights = np.zeros((4096, 4096))
     weights[np.arange(4096), rng.permutation(4096)] = rng.uniform(0.5, 1.0, 4096)
     model = Model("wide", (Layer("big", "big", sparse_weights(weights), np.zeros(4096), RELU),), "x", "y", (4096,))
-    emit_hls(scheduled(model, "w8a16", (df(0, 4),), 16), tmp_path / "hls")
+    emit_hls(plan_engine(scheduled(model, "w8a16", (df(0, 4),), 16), load_board("u280")), tmp_path / "hls")
     assert (tmp_path / "hls" / "weights" / "big.h").stat().st_size < 400_000
 
 

@@ -10,6 +10,7 @@ import shutil
 import numpy as np
 import pytest
 from designs import lint
+from plan_checks import check_design_follows_plan
 
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
@@ -38,6 +39,7 @@ def test_cost_model_predicts_measured_cycles(mode, pes, gc_inputs, tmp_path, run
     )  # fmt: skip
     assert compiled.exit_code == 0, compiled.stderr
     lint(outdir)
+    check_design_follows_plan(outdir)
     simulated = run_cli("sim", outdir, "--simulator", SIMULATOR)
     assert simulated.exit_code == 0, simulated.stderr
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from designs import MLPS, lint, mlp_design
+from plan_checks import check_design_follows_plan
 
 from fpgagen.examples.graphchallenge import draw_images
 from fpgagen.manifest import read_manifest
@@ -79,6 +80,7 @@ def gc_design(request, gc_model, gc_images, tmp_path_factory):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.stderr
     lint(outdir)
+    check_design_follows_plan(outdir)
     return outdir
 
 

@@ -11,8 +11,8 @@ import click
 from ..arrays import read_array
 from ..atomic import atomic_file
 from ..backends.hls import CsimResult, run_csim
+from ..design import model_from_manifest
 from ..errors import CheckFailed, FpgagenError
-from ..manifest import model_from_manifest
 from ..vectors import golden_vectors, write_vectors
 from . import app
 from .common import err, out

@@ -10,16 +10,11 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from ..arrays import read_array
-from ..errors import FpgagenError
-from ..frontend import load_model
-from ..golden import flatten_inputs
 from ..ir import SEQUENTIAL
-from ..numerics import parse_precision
-from ..passes.quantize import quantize
+from ..prepare import FrontOptions, prepare
 from ..schedule.boards import builtin_boards, load_board
-from ..schedule.cost_model import RESOURCE_KINDS, Activity, DesignEstimate, Resources
-from ..schedule.scheduler import DEFAULT_BATCH, OBJECTIVES, POLICIES, schedule
+from ..schedule.cost_model import RESOURCE_KINDS, DesignEstimate, Resources
+from ..schedule.scheduler import DEFAULT_BATCH, OBJECTIVES, POLICIES
 from . import app
 from .common import model_argument, out, precision_option
 
@@ -91,22 +86,12 @@ def schedule_command(
     resource that is short when no design fits.
     """
     profile = load_board(board)
-    chosen = parse_precision(precision)
-    if chosen is None:
-        raise FpgagenError("scheduling needs a fixed-point precision such as w8a16; 'float' has no hardware")
-    ir = load_model(model)
-    x = None if calib is None else flatten_inputs(ir, read_array(calib), str(calib))
-    quantized = quantize(ir, chosen, x)
-    if act_density is not None:
-        activity = Activity.uniform(quantized, act_density)
-    elif x is not None:
-        activity = Activity.from_calibration(quantized, x)
-    else:
-        activity = Activity.uniform(quantized)
-    scheduled = schedule(quantized, profile, policy, objective, activity, batch, pes)
+    options = FrontOptions(precision, policy, objective, calib, pes, act_density, batch)
+    scheduled = prepare(model, profile, options).model
     estimate = scheduled.schedule.estimate
     if as_json:
-        document = {"precision": chosen.name, "policy": policy, "objective": objective, **estimate.to_dict()}
+        document = {"precision": scheduled.precision.name, "policy": policy, "objective": objective,
+                    **estimate.to_dict()}  # fmt: skip
         click.echo(json.dumps(document, indent=2, allow_nan=False))
         return
     table = _table(estimate, f"{estimate.model} on {profile.name} ({profile.part}), {policy}, {objective}")

@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from ..arrays import read_array
+from ..design import model_from_manifest
 from ..errors import CheckFailed
-from ..manifest import model_from_manifest, read_manifest
+from ..manifest import read_manifest
 from ..simulate import SIMULATORS, run_rtl_simulation
 from ..vectors import golden_vectors, write_vectors
 from . import app

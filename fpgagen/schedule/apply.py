@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..engine.geometry import OFFCHIP_MAX_ADDRESSES
 from ..errors import FpgagenError
 from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, LayerSchedule, Model, Schedule
-from ..layout import OFFCHIP_MAX_LOCAL
 
 DATAFLOW_PES = (1, 2, 4, 8, 16, 32, 64)
 SEQUENTIAL_PES = (1, 2, 4, 8, 16)  # AXI data width 32 * P bits, at most 512
@@ -52,10 +52,10 @@ def _check_stage(model: Model, number: int, stage) -> None:
             raise FpgagenError(f"{where}: sequential weights live off chip")
         for index in stage.layers:
             layer = model.layers[index]
-            if -(-layer.out_features // stage.pes) > OFFCHIP_MAX_LOCAL:
+            if -(-layer.out_features // stage.pes) > OFFCHIP_MAX_ADDRESSES:
                 raise FpgagenError(
                     f"{where}: layer {layer.name} has {layer.out_features} outputs, more than "
-                    f"{OFFCHIP_MAX_LOCAL} per lane, which the off-chip weight format cannot address"
+                    f"{OFFCHIP_MAX_ADDRESSES} per lane, which the off-chip weight format cannot address"
                 )
     else:
         raise FpgagenError(f"{where}: unknown mode {stage.mode!r}")

@@ -19,10 +19,23 @@ from functools import cache
 import numpy as np
 import scipy.sparse as sp
 
+from ..engine.geometry import (
+    OFFCHIP_SLOT_BYTES,
+    Channel,
+    LayerShape,
+    SequentialShape,
+    dataflow_memories,
+    in_lanes,
+    reader_memories,
+    sequential_memories,
+)
+from ..engine.layout import beats_per_row
+from ..engine.memory import BRAM as BLOCK_RAM
+from ..engine.memory import LUTRAM, REGISTERS, Memory
+from ..engine.plan import layer_shape, stage_output
 from ..errors import FpgagenError
 from ..golden import GoldenModel, flatten_inputs
 from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, Layer, Model, Stage
-from ..layout import OFFCHIP_ENTRY_BYTES, beats_per_row
 from .boards import Board
 
 # Pipeline depths of the RTL (docs/engine.md, "Timing"), measured in RTL simulation by
@@ -34,21 +47,14 @@ L_DRAIN = 2
 L_FLUSH = 2
 L_MEMORY = 6
 
-# Logic: per lane, linear in the accumulator width (multiply-accumulate, requantize, forwarding);
+# Logic: per PE, linear in the accumulator width (multiply-accumulate, requantize, forwarding);
 # per stage (control, counters); per sequential stage (AXI4 read master, descriptors, loop-back).
 # Least-squares fits to Yosys synth_xilinx on seven designs (bench/bench_resources.py).
 LANE_LUT_PER_ACC_BIT, LANE_FF_PER_ACC_BIT = 4, 8
 STAGE_LUT, STAGE_FF = 1100, 0
 SEQUENTIAL_LUT, SEQUENTIAL_FF = 500, 1600
 
-MAX_IN_LANES = 16
-CHANNEL_VALUE_BITS = 16  # activations travel between stages as 16-bit values (docs/engine.md)
-MASK_VECTORS = 4  # a channel's mask FIFO holds this many B-bit masks (docs/engine.md)
-
-# Memory mapping (docs/cost-model.md, "Memories"): shallow or small memories go to LUTRAM, as
-# synthesis maps them.
-LUTRAM_MAX_DEPTH = 64
-LUTRAM_MAX_BITS = 2048
+# How memories map to blocks (docs/cost-model.md, "Memories"), as synthesis maps them.
 LUTRAM_DEPTH = 64  # bits per LUT used as distributed RAM
 BRAM36_SHAPES = ((32768, 1), (16384, 2), (8192, 4), (4096, 9), (2048, 18), (1024, 36), (512, 72))
 BRAM18_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
@@ -57,21 +63,6 @@ URAM_BITS = 4096 * 72  # on-chip capacity for the roofline only: URAM holds no w
 
 COMPUTE_BOUND, MEMORY_BOUND = "compute", "memory"
 RESOURCE_KINDS = ("dsp", "bram", "uram", "lut", "ff")
-
-
-def in_lanes(in_features: int) -> int:
-    """K, the input reader's lanes: min(16, the next power of two >= N_in)."""
-    return min(MAX_IN_LANES, 1 << max(0, (in_features - 1).bit_length()))
-
-
-def bits_for(value: int) -> int:
-    """Width of an unsigned field that holds 0..value (at least one bit)."""
-    return max(1, int(value).bit_length())
-
-
-def item_bits(length: int) -> int:
-    """A channel item {last, index, value} for a vector of `length` activations."""
-    return 1 + bits_for(length - 1) + CHANNEL_VALUE_BITS
 
 
 @dataclass(frozen=True)
@@ -109,16 +100,6 @@ def board_budget(board: Board) -> Resources:
     return Resources(board.dsp, board.bram36, board.uram, board.lut, board.ff)
 
 
-@cache
-def memory_resources(depth: int, width: int) -> Resources:
-    """One memory of depth x width bits: LUTRAM when small, else block RAM (in BRAM36s).
-
-    Never URAM: UltraScale+ UltraRAM cannot be initialized from the bitstream, so it cannot hold
-    a weight ROM (docs/cost-model.md, "Memories").
-    """
-    return _memory_group(depth, width, 1)
-
-
 def lutram_luts(depth: int, width: int) -> int:
     """LUTs of a simple dual-port LUTRAM: 8 LUTs hold 32 x 14 bits (RAM32M16) or 64 x 7 bits
     (RAM64M8), the primitives synthesis picks for the engine's memories."""
@@ -135,61 +116,30 @@ def bram18_halves(depth: int, width: int) -> int:
 
 
 @cache
-def _memory_group(depth: int, width: int, count: int) -> Resources:
-    """`count` alike memories; two that each fit a RAMB18 share a BRAM36."""
-    if depth <= 0 or width <= 0:
+def price(memory: Memory) -> Resources:
+    """What `memory.count` alike memories cost, by kind; two that each fit a RAMB18 share a BRAM36."""
+    if memory.depth <= 0 or memory.width <= 0:
         return Resources()
-    if depth <= LUTRAM_MAX_DEPTH or depth * width <= LUTRAM_MAX_BITS:
-        return Resources(lut=lutram_luts(depth, width) * count)
-    return Resources(bram=math.ceil(count * bram18_halves(depth, width) / 2))
+    if memory.kind == REGISTERS:
+        return Resources(ff=memory.bits)
+    if memory.kind == LUTRAM:
+        return Resources(lut=lutram_luts(memory.depth, memory.width) * memory.count)
+    if memory.kind == BLOCK_RAM:
+        return Resources(bram=math.ceil(memory.count * bram18_halves(memory.depth, memory.width) / 2))
+    raise ValueError(f"no price for memories of kind {memory.kind!r}")
 
 
-@dataclass(frozen=True)
-class Memory:
-    """`count` identical memories of `depth` x `width` bits."""
-
-    name: str
-    depth: int
-    width: int
-    count: int = 1
-
-    def resources(self) -> Resources:
-        return _memory_group(self.depth, self.width, self.count)
-
-
-@dataclass(frozen=True)
-class MaskFifo:
-    """A channel's mask FIFO: MASK_VECTORS masks of one bit per lane, small enough for flip-flops."""
-
-    name: str
-    lanes: int
-
-    def resources(self) -> Resources:
-        return Resources(ff=MASK_VECTORS * self.lanes)
-
-
-def channel(name: str, length: int, lanes: int) -> list[Memory | MaskFifo]:
-    """A channel of `lanes` lanes carrying vectors of `length` activations (docs/engine.md).
-
-    Each lane FIFO holds a whole vector's share plus one item, or producer and consumer could
-    deadlock.
-    """
-    return [
-        Memory(f"{name} lanes", -(-length // lanes) + 1, item_bits(length), count=lanes),
-        MaskFifo(f"{name} mask", lanes),
-    ]
-
-
-def total(memories: list[Memory | MaskFifo]) -> Resources:
-    return sum((memory.resources() for memory in memories), Resources())
+def total(memories: list[Memory]) -> Resources:
+    return sum((price(memory) for memory in memories), Resources())
 
 
 SEQUENTIAL_LOGIC = Resources(lut=SEQUENTIAL_LUT, ff=SEQUENTIAL_FF)
+READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
 
 
 @cache
 def lane_logic(pes: int, acc_bits: int) -> Resources:
-    """P multiply-accumulate lanes (one DSP each) plus the stage's control."""
+    """P multiply-accumulate PEs (one DSP each) plus the stage's control."""
     return Resources(
         dsp=pes,
         lut=pes * LANE_LUT_PER_ACC_BIT * acc_bits + STAGE_LUT,
@@ -237,42 +187,29 @@ class Activity:
 
 @dataclass(frozen=True)
 class LayerWork:
-    """What one layer asks of an engine of P lanes, in expected beats per vector."""
+    """What one layer asks of an engine of P PEs, in expected beats per vector."""
 
     index: int
-    pes: int
-    in_features: int
-    out_features: int
-    acc_bits: int
-    weight_bits: int
-    beats: int  # sum over rows of beats_i: the weight image's depth
-    max_row_beats: int
+    shape: LayerShape  # its sizes on P PEs (fpgagen.engine.geometry)
     issued: float  # sum_i p_i max(1, beats_i): beats issued per vector
     streamed: float  # sum_i p_i beats_i: beats read from off chip per vector (sequential)
     dense: bool  # the model's last layer: drains dense beats, no lanes to flush
 
     @property
-    def local_depth(self) -> int:
-        return -(-self.out_features // self.pes)
+    def pes(self) -> int:
+        return self.shape.pes
 
     @property
     def drain(self) -> int:
-        return self.local_depth + L_DRAIN + (0 if self.dense else L_FLUSH)
+        return self.shape.addresses + L_DRAIN + (0 if self.dense else L_FLUSH)
 
     def memory_cycles(self, board: Board) -> float:
-        """Cycles to bring the streamed beats (4P bytes each) over one memory channel."""
+        """Cycles to bring the streamed beats (P off-chip slots each) over one memory channel."""
         if self.streamed == 0:
             return 0.0
         if board.channels == 0:
             return math.inf
-        return self.streamed * OFFCHIP_ENTRY_BYTES * self.pes / board.bytes_per_cycle
-
-    def table_memories(self) -> list[Memory]:
-        """The row table and bias ROM every stage keeps on chip for this layer."""
-        return [
-            Memory("row table", self.in_features, bits_for(self.beats) + bits_for(self.max_row_beats)),
-            Memory("bias", self.local_depth, self.pes * self.acc_bits),
-        ]
+        return self.streamed * OFFCHIP_SLOT_BYTES * self.pes / board.bytes_per_cycle
 
 
 @dataclass(frozen=True)
@@ -329,7 +266,7 @@ class LayerEstimate:
     compute: float
     drain: int
     bound: str  # COMPUTE_BOUND or MEMORY_BOUND: which term of the compute time dominates
-    resources: Resources  # a dataflow layer: its stage; a sequential one: its own tables only
+    resources: Resources  # a dataflow layer: its stage; a sequential one: none (its stage owns the tables)
 
     def to_dict(self) -> dict:
         return {
@@ -453,34 +390,6 @@ class DesignEstimate:
         }
 
 
-def engine_memories(
-    pes: int, accumulators: tuple[int, int], looped: int | None, output: int | None
-) -> list[Memory | MaskFifo]:
-    """The memories a sequential engine shares among its layers.
-
-    Accumulators (depth, width) for its widest layer; a loop-back channel for the widest layer
-    whose output feeds the next one, and an output channel for its last layer, each given by its
-    vector length, or None when there is no such layer (a single-layer stage loops nothing back;
-    the model's last layer drains dense beats, with no lanes).
-    """
-    depth, width = accumulators
-    memories: list[Memory | MaskFifo] = [Memory("accumulators", depth, width, count=2 * pes)]
-    for name, length in (("loop-back", looped), ("output", output)):
-        if length is not None:
-            memories += channel(name, length, pes)
-    return memories
-
-
-@cache
-def engine_resources(pes: int, accumulators: tuple[int, int], looped: int | None, output: int | None) -> Resources:
-    return total(engine_memories(pes, accumulators, looped, output))
-
-
-def _length(work: LayerWork | None, dense: bool = False) -> int | None:
-    """The length of the vectors a layer sends down a channel; None if it sends none."""
-    return None if work is None or dense else work.out_features
-
-
 def _finite(value: float) -> float | None:
     return None if math.isinf(value) else value
 
@@ -499,7 +408,6 @@ class CostModel:
         self.board = board
         self.activity = activity
         self._work: dict[tuple[int, int], LayerWork] = {}
-        self._tables: dict[tuple[int, int], Resources] = {}
 
     @property
     def layers(self) -> tuple[Layer, ...]:
@@ -509,32 +417,30 @@ class CostModel:
         key = (index, pes)
         if key not in self._work:
             layer = self.layers[index]
-            weights = layer.numerics.weights_q
-            beats = beats_per_row(weights, pes)
+            beats = beats_per_row(layer.numerics.weights_q, pes)
             p = self.activity.probabilities[index]
             self._work[key] = LayerWork(
                 index=index,
-                pes=pes,
-                in_features=layer.in_features,
-                out_features=layer.out_features,
-                acc_bits=layer.numerics.acc_bits,
-                weight_bits=layer.numerics.weight_format.bits,
-                beats=int(beats.sum()),
-                max_row_beats=int(beats.max(initial=0)),
+                shape=layer_shape(layer, pes, beats),
                 issued=float(p @ np.maximum(beats, 1)),
                 streamed=float(p @ beats),
-                dense=index == len(self.layers) - 1,
+                dense=self.is_last(index),
             )
         return self._work[key]
 
     def is_last(self, index: int) -> bool:
         return index == len(self.layers) - 1
 
-    def reader(self) -> ReaderCost:
+    def reader_channel(self) -> Channel:
         n_in = self.model.in_features
-        lanes = in_lanes(n_in)
-        memories = channel("input", n_in, lanes)
-        return ReaderCost(lanes, -(-n_in // lanes) + 1, total(memories) + Resources(lut=STAGE_LUT, ff=STAGE_FF))
+        return Channel(in_lanes(n_in), n_in)
+
+    def reader_memories(self) -> list[Memory]:
+        return reader_memories(self.reader_channel())
+
+    def reader(self) -> ReaderCost:
+        channel = self.reader_channel()
+        return ReaderCost(channel.lanes, channel.lane_depth, total(self.reader_memories()) + READER_LOGIC)
 
     def compute(self, index: int, pes: int, mode: str) -> tuple[float, str]:
         """Compute cycles of one layer on P lanes in `mode`, and which term dominates them."""
@@ -547,17 +453,9 @@ class CostModel:
 
     # Dataflow stages ---------------------------------------------------------------------------
 
-    def dataflow_memories(self, index: int, pes: int) -> list[Memory | MaskFifo]:
-        work = self.work(index, pes)
-        local_bits = bits_for(work.local_depth - 1)
-        memories: list[Memory | MaskFifo] = [
-            Memory("weights", work.beats, pes * (1 + local_bits + work.weight_bits)),
-            *work.table_memories(),
-            Memory("accumulators", work.local_depth, work.acc_bits, count=2 * pes),
-        ]
-        if not self.is_last(index):  # the last layer drains dense beats straight to AXI4-Stream out
-            memories += channel("output", work.out_features, pes)
-        return memories
+    def dataflow_memories(self, index: int, pes: int) -> list[Memory]:
+        """Every memory of a dataflow stage running layer `index` on P PEs (fpgagen.engine)."""
+        return dataflow_memories(self.work(index, pes).shape, stage_output(self.model, index, pes))
 
     def dataflow(self, index: int, pes: int) -> StageCost:
         work = self.work(index, pes)
@@ -566,54 +464,38 @@ class CostModel:
             stage=Stage(DATAFLOW, (index,), pes, BRAM),
             interval=max(compute, work.drain),  # the two accumulator banks ping-pong
             latency=compute + work.drain,
-            resources=total(self.dataflow_memories(index, pes)) + lane_logic(pes, work.acc_bits),
+            resources=total(self.dataflow_memories(index, pes)) + lane_logic(pes, work.shape.acc_bits),
         )
 
     # Sequential stages -------------------------------------------------------------------------
 
     def sequential_runs(self, first: int, pes: int) -> Iterator[StageCost]:
-        """Sequential stages on P lanes running layers first..b, for b = first, first+1, ...
+        """Sequential stages on P PEs running layers first..b, for b = first, first+1, ...
 
-        Built incrementally (sums and maxima over the run), so all runs from `first` cost
-        O(layers) together; the scheduler asks for every run of the model.
+        Built incrementally (the stage's shape grows by one layer at a time), so all runs from
+        `first` cost O(layers) together; the scheduler asks for every run of the model.
         """
-        tables = Resources()
+        shape = SequentialShape(pes)
         time = 0.0
-        depth = acc_bits = 0
-        looped: LayerWork | None = None
-        previous: LayerWork | None = None
         for last in range(first, len(self.layers)):
             work = self.work(last, pes)
-            if previous is not None and (looped is None or previous.out_features > looped.out_features):
-                looped = previous
-            tables = tables + self.tables(last, pes)
+            shape = shape.then(work.shape)
             compute, _ = self.compute(last, pes, SEQUENTIAL)
             time += compute + work.drain
-            depth, acc_bits = max(depth, work.local_depth), max(acc_bits, work.acc_bits)
-            engine = engine_resources(pes, (depth, acc_bits), _length(looped), _length(work, self.is_last(last)))
+            memories = sequential_memories(shape, stage_output(self.model, last, pes))
             yield StageCost(
                 stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP),
                 interval=time,
                 latency=time,
-                resources=tables + engine + lane_logic(pes, acc_bits) + SEQUENTIAL_LOGIC,
+                resources=total(memories) + lane_logic(pes, shape.acc_bits) + SEQUENTIAL_LOGIC,
             )
-            previous = work
 
-    def sequential_memories(self, first: int, last: int, pes: int) -> list[Memory | MaskFifo]:
-        """Every memory of a sequential stage running layers first..last."""
-        works = [self.work(index, pes) for index in range(first, last + 1)]
-        looped = max(works[:-1], key=lambda w: w.out_features, default=None)
-        accumulators = (max(w.local_depth for w in works), max(w.acc_bits for w in works))
-        tables: list[Memory | MaskFifo] = [memory for work in works for memory in work.table_memories()]
-        output = _length(works[-1], self.is_last(last))
-        return tables + engine_memories(pes, accumulators, _length(looped), output)
-
-    def tables(self, index: int, pes: int) -> Resources:
-        """Resources of a layer's row table and bias ROM on P lanes."""
-        key = (index, pes)
-        if key not in self._tables:
-            self._tables[key] = total(self.work(index, pes).table_memories())
-        return self._tables[key]
+    def sequential_memories(self, first: int, last: int, pes: int) -> list[Memory]:
+        """Every memory of a sequential stage running layers first..last (fpgagen.engine)."""
+        shape = SequentialShape(pes)
+        for index in range(first, last + 1):
+            shape = shape.then(self.work(index, pes).shape)
+        return sequential_memories(shape, stage_output(self.model, last, pes))
 
     def sequential(self, first: int, last: int, pes: int) -> StageCost:
         for cost in self.sequential_runs(first, pes):
@@ -651,7 +533,7 @@ class CostModel:
         row_bits = (nnz * entry_bits)[order]
         kept_bits = np.minimum(row_bits, np.maximum(0.0, capacity - (np.cumsum(row_bits) - row_bits)))
         left_weights = (row_bits - kept_bits) / entry_bits[order]
-        offchip = float(p[order] @ left_weights) * OFFCHIP_ENTRY_BYTES
+        offchip = float(p[order] @ left_weights) * OFFCHIP_SLOT_BYTES
         bandwidth = board.channels * board.channel_gbps * 1e9
         if offchip <= 0:
             memory_bound = math.inf
@@ -708,8 +590,8 @@ class CostModel:
                     compute=compute,
                     drain=self.work(index, stage.pes).drain,
                     bound=bound,
-                    # a dataflow layer is its stage; a sequential one owns its tables only
-                    resources=cost.resources if stage.mode == DATAFLOW else self.tables(index, stage.pes),
+                    # a dataflow layer is its stage; a sequential one shares its stage's tables and engine
+                    resources=cost.resources if stage.mode == DATAFLOW else Resources(),
                 )
             )
         return estimates

@@ -45,9 +45,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
+from ..engine.geometry import OFFCHIP_MAX_ADDRESSES
 from ..errors import FpgagenError
 from ..ir import DATAFLOW, SEQUENTIAL, Model, Schedule
-from ..layout import OFFCHIP_MAX_LOCAL
 from .apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
 from .boards import Board, load_board
 from .cost_model import RESOURCE_KINDS, Activity, CostModel, StageCost, board_budget
@@ -124,7 +124,7 @@ def candidate_stages(cost: CostModel, policy: str, pes: int | None = None) -> li
             for run in cost.sequential_runs(first, p):
                 if policy == SEQUENTIAL and run.last != count - 1:
                     continue
-                if -(-cost.layers[run.last].out_features // p) > OFFCHIP_MAX_LOCAL:
+                if -(-cost.layers[run.last].out_features // p) > OFFCHIP_MAX_ADDRESSES:
                     break  # the off-chip word cannot address that many outputs per lane; longer runs keep the layer
                 candidates.append(run)
     return candidates

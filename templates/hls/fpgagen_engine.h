@@ -95,6 +95,17 @@ inline int lowest_lane(ap_uint<B> pending) {
     return lane;
 }
 
+// The item type a drain holds back for its output: the output lanes' own, or none (an unused
+// placeholder) when it writes dense beats to the model's output stream.
+template <class... Out>
+struct drain_item {
+    typedef item<1> type;
+};
+template <class Item, int P, class Mask>
+struct drain_item<hls::stream<Item>[P], Mask> {
+    typedef Item type;
+};
+
 // A row of the weight layout to issue: `beats` beats from `start`, each multiplied by `x`.
 template <class Start, class Beats>
 struct row_task {
@@ -272,8 +283,8 @@ void read_input(hls::stream<Beat>& x_in, hls::stream<Item> (&lanes)[K], hls::str
 
 // Per vector: the mask, then every item of the lanes it names, lowest lane first, then the
 // end-of-vector task.
-template <class Cfg>
-void read_rows(hls::stream<typename Cfg::item_t> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
+template <class Cfg, class Item>
+void read_rows(hls::stream<Item> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
                hls::stream<typename Cfg::task_t>& tasks, int batch, const typename Cfg::start_t row_start[Cfg::N_IN],
                const typename Cfg::beats_t row_beats[Cfg::N_IN]) {
     typedef typename Cfg::task_t task_t;
@@ -281,7 +292,7 @@ void read_rows(hls::stream<typename Cfg::item_t> (&in)[Cfg::IN_LANES], hls::stre
         ap_uint<Cfg::IN_LANES> pending = in_mask.read();
         while (pending != 0) {
 #pragma HLS PIPELINE II=1
-            const typename Cfg::item_t entry = in[lowest_lane<Cfg::IN_LANES>(pending)].read();
+            const Item entry = in[lowest_lane<Cfg::IN_LANES>(pending)].read();
             if (entry.last) {
                 pending = pending & (pending - 1);  // the lowest set bit, this lane's, goes
             }
@@ -311,7 +322,7 @@ void compute_and_drain(hls::stream<typename Cfg::task_t>& tasks, bool computing,
                        const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH], Out&... out) {
 #pragma HLS INLINE
     const int P = Cfg::LANES;
-    typename Cfg::item_t held[P];
+    typename drain_item<Out...>::type held[P];
     bool holding[P];
 #pragma HLS ARRAY_PARTITION variable=held type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=holding type=complete dim=1
@@ -378,15 +389,15 @@ void compute_and_drain_batch(hls::stream<typename Cfg::task_t>& tasks, int batch
 }
 
 // `out...`: the next stage's lanes and mask, or the model's output stream.
-template <class Cfg, class... Out>
-void dataflow_layer(hls::stream<typename Cfg::item_t> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
+template <class Cfg, class Item, class... Out>
+void dataflow_layer(hls::stream<Item> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
                     int batch, const typename Cfg::start_t row_start[Cfg::N_IN],
                     const typename Cfg::beats_t row_beats[Cfg::N_IN],
                     const typename Cfg::word_t rom[Cfg::BEATS][Cfg::LANES],
                     const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH], Out&... out) {
 #pragma HLS DATAFLOW
     hls::stream<typename Cfg::task_t> tasks("tasks");
-#pragma HLS STREAM variable=tasks depth=4
+#pragma HLS STREAM variable=tasks depth=Cfg::TASK_DEPTH
     read_rows<Cfg>(in, in_mask, tasks, batch, row_start, row_beats);
     compute_and_drain_batch<Cfg>(tasks, batch, rom, bias, out...);
 }
@@ -435,6 +446,7 @@ void seq_compute(hls::stream<Item> (&in)[B], hls::stream<ap_uint<B> >& in_mask,
         const unsigned beats = row_beats[row];
         // One AXI4 INCR burst per row: consecutive beats from the layer's base.
         const typename Cfg::beat_t* burst = weights + layer.base + start;
+        const int SLOT = 1 + Cfg::SLOT_LOCAL_BITS + Cfg::SLOT_WEIGHT_BITS;
         for (unsigned t = 0; t < beats; ++t) {
 #pragma HLS PIPELINE II=1
 #pragma HLS DEPENDENCE variable=acc type=inter direction=RAW dependent=false
@@ -443,10 +455,10 @@ void seq_compute(hls::stream<Item> (&in)[B], hls::stream<ap_uint<B> >& in_mask,
 #pragma HLS ARRAY_PARTITION variable=slots type=complete dim=1
             for (int p = 0; p < P; ++p) {
 #pragma HLS UNROLL
-                slots[p] = beat.range(32 * p + 31, 32 * p).to_uint();
+                slots[p] = beat.range(SLOT * p + SLOT - 1, SLOT * p).to_uint();
             }
-            multiply_accumulate<P, Cfg::MAX_DEPTH, Cfg::ACC_BITS, 16, 15>(acc, fwd_address, fwd_sum, fwd_valid, slots,
-                                                                          entry.value);
+            multiply_accumulate<P, Cfg::MAX_DEPTH, Cfg::ACC_BITS, Cfg::SLOT_WEIGHT_BITS, Cfg::SLOT_LOCAL_BITS>(
+                acc, fwd_address, fwd_sum, fwd_valid, slots, entry.value);
         }
     }
 }
@@ -454,7 +466,7 @@ void seq_compute(hls::stream<Item> (&in)[B], hls::stream<ap_uint<B> >& in_mask,
 template <class Cfg, class... Out>
 void seq_drain(ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH], const typename Cfg::bias_t bias[Cfg::LANES][Cfg::BIAS_DEPTH],
                const seq_layer& layer, Out&... out) {
-    typename Cfg::item_t held[Cfg::LANES];
+    typename drain_item<Out...>::type held[Cfg::LANES];
     bool holding[Cfg::LANES];
 #pragma HLS ARRAY_PARTITION variable=held type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=holding type=complete dim=1
@@ -475,14 +487,13 @@ void seq_drain(ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH], const type
     finish<Cfg::LANES>(held, holding, out...);
 }
 
-// Runs layers first .. first+count-1 of the stage for `batch` vectors (the top function runs all
-// of them; the testbench checks one layer at a time). `loop`, `loop_mask`: the loop-back channel,
-// declared by the caller with its FIFO depths. `out...`: the next stage's lanes and mask, or the
-// model's output stream.
-template <class Cfg, class... Out>
-void sequential_stage(hls::stream<typename Cfg::item_t> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
-                      hls::stream<typename Cfg::item_t> (&loop)[Cfg::LANES], hls::stream<ap_uint<Cfg::LANES> >& loop_mask,
-                      const typename Cfg::beat_t* weights, int batch, int first, int count,
+// Runs the stage's layers for `batch` vectors. `loop`, `loop_mask`: the loop-back channel, declared
+// by the caller with its FIFO depths. `out...`: the next stage's lanes and mask, or the model's
+// output stream.
+template <class Cfg, class Item, class LoopItem, class... Out>
+void sequential_stage(hls::stream<Item> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
+                      hls::stream<LoopItem> (&loop)[Cfg::LANES], hls::stream<ap_uint<Cfg::LANES> >& loop_mask,
+                      const typename Cfg::beat_t* weights, int batch,
                       const seq_layer layers[Cfg::LAYERS], const typename Cfg::start_t row_start[Cfg::ROWS],
                       const typename Cfg::beats_t row_beats[Cfg::ROWS],
                       const typename Cfg::bias_t bias[Cfg::LANES][Cfg::BIAS_DEPTH], Out&... out) {
@@ -490,14 +501,14 @@ void sequential_stage(hls::stream<typename Cfg::item_t> (&in)[Cfg::IN_LANES], hl
 #pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=bias type=complete dim=1
     for (int v = 0; v < batch; ++v) {
-        for (int l = first; l < first + count; ++l) {
+        for (int l = 0; l < Cfg::LAYERS; ++l) {
             const seq_layer layer = layers[l];
-            if (l == first) {
+            if (l == 0) {
                 seq_compute<Cfg>(in, in_mask, acc, weights, layer, row_start, row_beats);
             } else {
                 seq_compute<Cfg>(loop, loop_mask, acc, weights, layer, row_start, row_beats);
             }
-            if (l == first + count - 1) {
+            if (l == Cfg::LAYERS - 1) {
                 seq_drain<Cfg>(acc, bias, layer, out...);
             } else {
                 seq_drain<Cfg>(acc, bias, layer, loop, loop_mask);

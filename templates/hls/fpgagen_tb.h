@@ -256,32 +256,33 @@ bool consumed(hls::stream<Item> (&lanes)[B], hls::stream<ap_uint<B> >& mask, con
     return true;
 }
 
-// One layer on its own: its golden input on a channel of B lanes in, its output (a channel of P
-// lanes) against its golden output. `run(in, in_mask, out, out_mask)` runs the layer.
-template <int B, int P, class Item, class Run>
-bool check_layer_lanes(const golden& g, int index, const char* layer, Run run) {
-    hls::stream<Item> in[B];
+// One stage on its own: the golden input of its first layer on a channel of B lanes in, its output
+// (a channel of P lanes) against the golden output of its last layer. `run(in, in_mask, out,
+// out_mask)` runs the stage.
+template <int B, int P, class InItem, class OutItem, class Run>
+bool check_stage_lanes(const golden& g, int first, int last, const char* layer, Run run) {
+    hls::stream<InItem> in[B];
     hls::stream<ap_uint<B> > in_mask;
-    hls::stream<Item> out[P];
+    hls::stream<OutItem> out[P];
     hls::stream<ap_uint<P> > out_mask;
-    feed_lanes(in, in_mask, g.input(index), g.batch, g.input_size(index));
+    feed_lanes(in, in_mask, g.input(first), g.batch, g.input_size(first));
     run(in, in_mask, out, out_mask);
     rows got;
-    return consumed(in, in_mask, layer) && collect_lanes(out, out_mask, g.batch, g.n_out[index], layer, got) &&
-           compare(layer, g.y[index].data(), got, g.batch, g.n_out[index]);
+    return consumed(in, in_mask, layer) && collect_lanes(out, out_mask, g.batch, g.n_out[last], layer, got) &&
+           compare(layer, g.y[last].data(), got, g.batch, g.n_out[last]);
 }
 
-// The same for a layer that drains dense beats to the model's output stream: `run(in, in_mask, out)`.
-template <int B, int P, class Item, class Beat, class Run>
-bool check_layer_dense(const golden& g, int index, const char* layer, Run run) {
-    hls::stream<Item> in[B];
+// The same for the stage that drains dense beats to the model's output stream: `run(in, in_mask, out)`.
+template <int B, int P, class InItem, class Beat, class Run>
+bool check_stage_dense(const golden& g, int first, int last, const char* layer, Run run) {
+    hls::stream<InItem> in[B];
     hls::stream<ap_uint<B> > in_mask;
     hls::stream<Beat> out;
-    feed_lanes(in, in_mask, g.input(index), g.batch, g.input_size(index));
+    feed_lanes(in, in_mask, g.input(first), g.batch, g.input_size(first));
     run(in, in_mask, out);
     rows got;
-    return consumed(in, in_mask, layer) && collect_dense<P>(out, g.batch, g.n_out[index], layer, got) &&
-           compare(layer, g.y[index].data(), got, g.batch, g.n_out[index]);
+    return consumed(in, in_mask, layer) && collect_dense<P>(out, g.batch, g.n_out[last], layer, got) &&
+           compare(layer, g.y[last].data(), got, g.batch, g.n_out[last]);
 }
 
 inline double seconds_since(std::chrono::steady_clock::time_point start) {

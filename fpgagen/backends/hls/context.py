@@ -1,9 +1,9 @@
-"""What the HLS templates print, prepared from the engine plan (fpgagen.backends.engine_plan).
+"""What the HLS templates print: the engine plan (fpgagen.engine) in C++ terms.
 
-The plan holds the engine's parameters, shared with the RTL back end: lanes, layouts, widths,
-channel depths, off-chip images. This module adds only what is particular to C++: names (from
-`Model.name` and `Layer.name`, already identifiers), C types of the tables, the packed ROM slots,
-the header files and the FPGA part. Templates print these fields; they decide nothing.
+Every size, width, depth, offset and packed word comes from the plan; this module adds only what
+is particular to C++: names (from `Model.name` and `Layer.name`, already identifiers), the C types
+that hold the plan's tables, and the clock period. Templates print these fields; they decide
+nothing.
 """
 
 from __future__ import annotations
@@ -13,23 +13,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...engine import EnginePlan, LayerPlan, StagePlan
+from ...engine.geometry import MASK_DEPTH, OFFCHIP_SLOT, ROW_TASK_DEPTH, Channel
+from ...engine.interface import WeightPort
+from ...engine.memory import BRAM, LUTRAM
 from ...errors import FpgagenError
-from ...ir import DATAFLOW
-from ...layout import OFFCHIP_ENTRY_BYTES
-from ...schedule.boards import load_board
-from ..engine_plan import MASK_DEPTH, EnginePlan, LayerPlan, StagePlan, bits_for
 from .carrays import signed_type, unsigned_type
 
-MAX_BURST = 256  # AXI4 INCR bursts are at most 256 beats
+# BIND_STORAGE implementations of the plan's memory kinds.
+STORAGE = {BRAM: "bram", LUTRAM: "lutram"}
 
 
 @dataclass(frozen=True)
-class Link:
-    """A channel of the top function: lanes `c<s>` and mask `c<s>_mask` feed stage s."""
+class ChannelView:
+    """A channel of the top function: `lanes` streams `<name>` and the mask stream `<name>_mask`."""
 
     name: str
     lanes: int
     depth: int  # per lane
+    index_bits: int
 
     @property
     def mask(self) -> str:
@@ -38,6 +40,14 @@ class Link:
     @property
     def mask_depth(self) -> int:
         return MASK_DEPTH
+
+    @property
+    def item_type(self) -> str:
+        return f"{self.name}_item_t"
+
+
+def channel_view(name: str, channel: Channel) -> ChannelView:
+    return ChannelView(name, channel.lanes, channel.lane_depth, channel.index_bits)
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,23 +64,34 @@ class Tables:
 
 class _Output:
     """How a stage's run() names its output: the next stage's lanes and mask, or the model's
-    output stream. Mixed into the stage dataclasses below, which define `lanes` and `out_link`.
+    output stream. Mixed into the stage dataclasses below, which define `pes` and `out_channel`.
     """
 
     @property
     def out_param(self) -> str:
-        if self.out_link is None:
+        if self.out_channel is None:
             return "hls::stream<out_beat>& out"
-        return f"hls::stream<item_t> (&out)[{self.lanes}], hls::stream<ap_uint<{self.lanes}> >& out_mask"
+        channel = self.out_channel
+        return (
+            f"hls::stream<{channel.item_type}> (&out)[{channel.lanes}], "
+            f"hls::stream<ap_uint<{channel.lanes}> >& out_mask"
+        )
 
     @property
     def out_names(self) -> str:
         """The output parameters, as run() hands them on to the engine."""
-        return "out" if self.out_link is None else "out, out_mask"
+        return "out" if self.out_channel is None else "out, out_mask"
 
     @property
     def out_arg(self) -> str:
-        return "y_out" if self.out_link is None else f"{self.out_link.name}, {self.out_link.mask}"
+        return "y_out" if self.out_channel is None else f"{self.out_channel.name}, {self.out_channel.mask}"
+
+    @property
+    def in_param(self) -> str:
+        channel = self.in_channel
+        return (
+            f"hls::stream<{channel.item_type}> (&in)[{channel.lanes}], hls::stream<ap_uint<{channel.lanes}> >& in_mask"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,23 +101,25 @@ class DataflowStage(_Output):
     name: str  # the layer's name
     namespace: str
     header: str  # weights/<layer>.h
-    in_link: Link
-    out_link: Link | None  # None: the model's output stream
-    lanes: int
+    in_channel: ChannelView
+    out_channel: ChannelView | None  # None: the model's output stream
+    pes: int
     n_in: int
     n_out: int
-    depth: int
+    addresses: int
     beats: int  # ROM depth (at least 1: an empty layer keeps one all-invalid beat)
     acc_bits: int
     weight_bits: int
     local_bits: int
     word_type: str
+    rom_storage: str  # BIND_STORAGE impl of the weight ROM
     shift: int
     lo: int
     hi: int
     nnz: int
     tables: Tables
     rom: np.ndarray  # (beats, P) packed slots
+    task_depth: int
 
     sequential = False
 
@@ -105,9 +128,8 @@ class DataflowStage(_Output):
 class SequentialLayer:
     index: int
     name: str
-    position: int  # within its stage
     n_out: int
-    depth: int
+    addresses: int
     rows: int  # offset in the stage's row tables
     bias: int  # offset in the stage's bias table (local addresses)
     base: int  # first beat in the off-chip image
@@ -119,38 +141,34 @@ class SequentialLayer:
 @dataclass(frozen=True, eq=False)
 class SequentialStage(_Output):
     number: int
-    ordinal: int  # k: AXI port weights<k>, bundle gmem<k>, image weights<k>.bin
     namespace: str
     header: str  # weights/seq<k>.tables.h
-    in_link: Link
-    out_link: Link | None
-    lanes: int
+    in_channel: ChannelView
+    out_channel: ChannelView | None
+    loop: ChannelView | None  # declared inside the stage
+    pes: int
     layers: tuple[SequentialLayer, ...]
     acc_bits: int
-    max_depth: int
-    image: bytes  # weights<k>.bin
-    loop_depth: int  # per loop-back lane
-    max_burst: int
+    addresses: int
+    port: WeightPort
+    slot_local_bits: int
+    slot_weight_bits: int
     tables: Tables
 
     sequential = True
 
     @property
-    def port(self) -> str:
-        return f"weights{self.ordinal}"
+    def loop_index_bits(self) -> int:
+        """The loop-back items' index width; a single-layer stage loops nothing back."""
+        return self.loop.index_bits if self.loop is not None else 1
 
     @property
-    def bundle(self) -> str:
-        return f"gmem{self.ordinal}"
+    def loop_depth(self) -> int:
+        return self.loop.depth if self.loop is not None else 1
 
     @property
-    def image_beats(self) -> int:
-        return len(self.image) // (OFFCHIP_ENTRY_BYTES * self.lanes)
-
-    @property
-    def axi_depth(self) -> int:
-        """Beats of the off-chip image, as the m_axi depth co-simulation needs (at least 1)."""
-        return max(1, self.image_beats)
+    def loop_mask_depth(self) -> int:
+        return MASK_DEPTH
 
     @property
     def rows(self) -> int:
@@ -159,10 +177,6 @@ class SequentialStage(_Output):
     @property
     def bias_depth(self) -> int:
         return int(self.tables.bias.shape[1])
-
-    @property
-    def loop_mask_depth(self) -> int:
-        return MASK_DEPTH
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,10 +188,9 @@ class Design:
     in_lanes: int
     out_lanes: int
     n_in: int
-    index_bits: int
     part: str
     clock_period_ns: str
-    links: tuple[Link, ...]
+    channels: tuple[ChannelView, ...]
     stages: tuple[DataflowStage | SequentialStage, ...]
     layer_names: tuple[str, ...]
     layer_outputs: tuple[int, ...]
@@ -190,15 +203,16 @@ class Design:
 
 def plan_design(plan: EnginePlan) -> Design:
     """The C++ side of an engine plan."""
-    model, schedule = plan.model, plan.model.schedule
-    links = [Link(f"c{number}", channel.lanes, channel.depth) for number, channel in enumerate(plan.channels)]
+    model = plan.model
+    channels = [channel_view(f"c{number}", channel) for number, channel in enumerate(plan.channels)]
     stages: list[DataflowStage | SequentialStage] = []
     for stage in plan.stages:
-        out_link = None if stage.last else links[stage.index + 1]
-        if stage.mode == DATAFLOW:
-            stages.append(_dataflow_stage(stage, links[stage.index], out_link))
+        out_channel = None if stage.last else channels[stage.index + 1]
+        if stage.sequential:
+            port = plan.interface.ports[stage.port]
+            stages.append(_sequential_stage(stage, channels[stage.index], out_channel, port))
         else:
-            stages.append(_sequential_stage(stage, links[stage.index], out_link))
+            stages.append(_dataflow_stage(stage, channels[stage.index], out_channel))
     return Design(
         model=model.name,
         top=plan.top,
@@ -207,10 +221,9 @@ def plan_design(plan: EnginePlan) -> Design:
         in_lanes=plan.in_lanes,
         out_lanes=plan.out_lanes,
         n_in=model.in_features,
-        index_bits=plan.index_bits,
-        part=load_board(schedule.board).part,
-        clock_period_ns=f"{clock_period(schedule.clock_mhz):.3f}",
-        links=tuple(links),
+        part=plan.board.part,
+        clock_period_ns=f"{clock_period(plan.board.clock_mhz):.3f}",
+        channels=tuple(channels),
         stages=tuple(stages),
         layer_names=tuple(layer.name for layer in model.layers),
         layer_outputs=tuple(layer.out_features for layer in model.layers),
@@ -225,100 +238,81 @@ def clock_period(clock_mhz: float) -> float:
     return 1000.0 / clock_mhz
 
 
-def _dataflow_stage(stage: StagePlan, in_link: Link, out_link: Link | None) -> DataflowStage:
+def _dataflow_stage(stage: StagePlan, in_channel: ChannelView, out_channel: ChannelView | None) -> DataflowStage:
     (plan,) = stage.layers
-    layer, num = plan.layer, plan.layer.numerics
-    weight_bits = num.weight_format.bits
-    local_bits = bits_for(plan.depth - 1)
-    word_type, word_np = ("uint32_t", np.uint32) if 1 + local_bits + weight_bits <= 32 else ("uint64_t", np.uint64)
-    rom = _pack_slots(plan, weight_bits, local_bits, word_np)
+    layer, numerics, shape = plan.layer, plan.layer.numerics, plan.shape
+    slot = shape.slot
+    word_type, word_np = ("uint32_t", np.uint32) if slot.width <= 32 else ("uint64_t", np.uint64)
+    (weights,) = [memory for memory in stage.memories if memory.role == "weights"]
     return DataflowStage(
         number=stage.index,
         layer_index=plan.index,
         name=layer.name,
         namespace=f"layer_{layer.name}",
         header=f"weights/{layer.name}.h",
-        in_link=in_link,
-        out_link=out_link,
-        lanes=stage.pes,
-        n_in=layer.in_features,
-        n_out=layer.out_features,
-        depth=plan.depth,
-        beats=int(rom.shape[0]),
-        acc_bits=plan.acc_bits,
-        weight_bits=weight_bits,
-        local_bits=local_bits,
+        in_channel=in_channel,
+        out_channel=out_channel,
+        pes=stage.pes,
+        n_in=shape.n_in,
+        n_out=shape.n_out,
+        addresses=shape.addresses,
+        beats=shape.rom_beats,
+        acc_bits=stage.acc_bits,
+        weight_bits=slot.weight_bits,
+        local_bits=slot.local_bits,
         word_type=word_type,
-        shift=num.shift,
-        lo=num.lo_q,
-        hi=num.hi_q,
+        rom_storage=STORAGE[weights.kind],
+        shift=numerics.shift,
+        lo=numerics.lo_q,
+        hi=numerics.hi_q,
         nnz=layer.nnz,
         tables=_tables(stage),
-        rom=rom,
+        rom=plan.rom_words.astype(word_np),
+        task_depth=ROW_TASK_DEPTH,
     )
 
 
-def _pack_slots(plan: LayerPlan, weight_bits: int, local_bits: int, word_np: type) -> np.ndarray:
-    """(beats, P) words valid << (LB + WB) | local << WB | (w & (2^WB - 1)); one empty beat at least."""
-    layout = plan.layout
-    if layout.beats == 0:
-        return np.zeros((1, layout.pes), dtype=word_np)
-    words = (
-        (layout.valid.astype(np.uint64) << np.uint64(local_bits + weight_bits))
-        | (layout.local.astype(np.uint64) << np.uint64(weight_bits))
-        | (layout.weight.astype(np.int64) & ((1 << weight_bits) - 1)).astype(np.uint64)
+def _sequential_layer(plan: LayerPlan, beat_bytes: int) -> SequentialLayer:
+    return SequentialLayer(
+        index=plan.index,
+        name=plan.name,
+        n_out=plan.shape.n_out,
+        addresses=plan.shape.addresses,
+        rows=plan.row_offset,
+        bias=plan.bias_offset,
+        base=plan.offchip_base // beat_bytes,
+        shift=plan.shift,
+        lo=plan.lo,
+        hi=plan.hi,
     )
-    return words.astype(word_np)
 
 
-def _sequential_stage(stage: StagePlan, in_link: Link, out_link: Link | None) -> SequentialStage:
-    beat_bytes = OFFCHIP_ENTRY_BYTES * stage.pes
-    row_offsets = np.cumsum([0] + [plan.layer.in_features for plan in stage.layers])
-    bias_offsets = np.cumsum([0] + [plan.depth for plan in stage.layers])
-    layers = tuple(
-        SequentialLayer(
-            index=plan.index,
-            name=plan.layer.name,
-            position=position,
-            n_out=plan.layer.out_features,
-            depth=plan.depth,
-            rows=int(row_offsets[position]),
-            bias=int(bias_offsets[position]),
-            base=plan.dram_base // beat_bytes,
-            shift=plan.layer.numerics.shift,
-            lo=plan.layer.numerics.lo_q,
-            hi=plan.layer.numerics.hi_q,
-        )
-        for position, plan in enumerate(stage.layers)
-    )
+def _sequential_stage(
+    stage: StagePlan, in_channel: ChannelView, out_channel: ChannelView | None, port: WeightPort
+) -> SequentialStage:
+    beat_bytes = port.data_bits // 8
     return SequentialStage(
         number=stage.index,
-        ordinal=stage.port,
         namespace=f"seq{stage.port}",
         header=f"weights/seq{stage.port}.tables.h",
-        in_link=in_link,
-        out_link=out_link,
-        lanes=stage.pes,
-        layers=layers,
+        in_channel=in_channel,
+        out_channel=out_channel,
+        loop=None if stage.loop is None else channel_view("loop", stage.loop),
+        pes=stage.pes,
+        layers=tuple(_sequential_layer(plan, beat_bytes) for plan in stage.layers),
         acc_bits=stage.acc_bits,
-        max_depth=stage.depth,
-        image=stage.offchip_image,
-        loop_depth=stage.loop_depth,
-        max_burst=min(MAX_BURST, max(1, max(plan.max_row_beats for plan in stage.layers))),
+        addresses=stage.addresses,
+        port=port,
+        slot_local_bits=OFFCHIP_SLOT.local_bits,
+        slot_weight_bits=OFFCHIP_SLOT.weight_bits,
         tables=_tables(stage),
     )
 
 
 def _tables(stage: StagePlan) -> Tables:
-    """Row tables and lane-major biases of the stage's layers, concatenated."""
-    row_start = np.concatenate([plan.layout.row_start for plan in stage.layers])
-    row_beats = np.concatenate([plan.layout.row_beats for plan in stage.layers])
-    lane_bias = []
-    for plan in stage.layers:
-        padded = np.zeros(plan.depth * stage.pes, dtype=np.int64)
-        padded[: plan.layer.out_features] = plan.layer.numerics.bias_q
-        lane_bias.append(padded.reshape(plan.depth, stage.pes).T)
-    bias = np.concatenate(lane_bias, axis=1)
+    """The stage's stacked row tables and biases (lane-major), in their narrowest C types."""
+    row_start, row_beats = stage.row_start, stage.row_beats
+    bias = stage.bias.T
     start_type, start_np = unsigned_type(int(row_start.max(initial=0)))
     beats_type, beats_np = unsigned_type(int(row_beats.max(initial=0)))
     return Tables(

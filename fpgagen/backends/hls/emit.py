@@ -1,36 +1,34 @@
-"""Write the Vitis HLS project of a scheduled model: templates filled from `context.plan_design`.
+"""Write the Vitis HLS project of an engine plan: templates filled from `context.plan_design`.
 
-`emit_hls(model, folder)` writes the project into `folder` (OUTDIR/hls); the off-chip weight images
-of its sequential stages (OUTDIR/weights<k>.bin, the engine plan's `offchip_image`) are written by
-the caller, once for both back ends. It writes plainly; the caller makes the whole output atomic.
-The same model always gives byte-identical files.
+`emit_hls(plan, folder)` writes the project into `folder` (OUTDIR/hls); the off-chip weight images
+of its sequential stages (OUTDIR/weights<k>.bin, the plan's `offchip_image`) are written by the
+caller, once for both back ends. It writes plainly; the caller makes the whole output atomic. The
+same plan always gives byte-identical files.
 """
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import jinja2
 
-from ...ir import Model
-from ..engine_plan import EnginePlan, plan_engine
+from ...engine import EnginePlan
+from ...templating import environment, template_bytes
 from .carrays import decimal_initializer, hex_initializer
 from .context import DataflowStage, Design, SequentialStage, plan_design
 
 _STATIC = ("fpgagen_engine.h", "fpgagen_tb.h", "shim/ap_int.h", "shim/hls_stream.h", "shim/ap_axi_sdata.h")
 
 
-def emit_hls(model: Model, folder: Path, plan: EnginePlan | None = None) -> None:
-    """Write the HLS project of `model` (quantized and scheduled) into `folder`."""
+def emit_hls(plan: EnginePlan, folder: Path) -> None:
+    """Write the HLS project of an engine plan into `folder`."""
     folder = Path(folder)
-    design = plan_design(plan or plan_engine(model))
+    design = plan_design(plan)
     (folder / "weights").mkdir(parents=True, exist_ok=True)
     (folder / "shim").mkdir(exist_ok=True)
-    templates = _templates()
     for name in _STATIC:
-        (folder / name).write_bytes(templates.joinpath(name).read_bytes())
-    env = _environment()
+        (folder / name).write_bytes(template_bytes("hls", name))
+    env = environment("hls")
     for template, target in (
         ("top.h.j2", f"{design.top}.h"),
         ("top.cpp.j2", f"{design.top}.cpp"),
@@ -74,21 +72,6 @@ def _sequential_header(env: jinja2.Environment, design: Design, stage: Sequentia
 def _guard(stage: DataflowStage | SequentialStage) -> str:
     """Include guard of a weights header, by stage number: unique whatever the layers are called."""
     return f"FPGAGEN_STAGE{stage.number}_TABLES_H"
-
-
-def _templates():
-    return resources.files("fpgagen.templates").joinpath("hls")
-
-
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FunctionLoader(lambda name: _templates().joinpath(name).read_text(encoding="utf-8")),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
 
 
 def _write(path: Path, text: str) -> None:

@@ -5,7 +5,8 @@
 module fg_df_stage #(
     parameter integer B = 1,            // lanes of the input channel
     parameter integer P = 1,
-    parameter integer IDX_W = 8,
+    parameter integer IN_IDX_W = 8,     // index width of the input channel's items
+    parameter integer OUT_IDX_W = 8,    // ... and of the output channel's
     parameter integer N_IN = 1,
     parameter integer N_OUT = 1,
     parameter integer BEATS = 1,        // weight ROM depth
@@ -23,19 +24,19 @@ module fg_df_stage #(
 ) (
     input  wire                     clk,
     input  wire                     rst,
-    input  wire [B*ITEM_W-1:0]      in_data,
+    input  wire [B*IN_ITEM_W-1:0]   in_data,
     input  wire [B-1:0]             in_valid,
     output wire [B-1:0]             in_ready,
     input  wire [B-1:0]             in_mask,
     input  wire                     in_mask_valid,
     output wire                     in_mask_ready,
-    output wire [P*ITEM_W-1:0]      out_data,
+    output wire [P*OUT_ITEM_W-1:0]  out_data,
     output wire [P-1:0]             out_valid,
     input  wire [P-1:0]             out_ready,
     output wire [P-1:0]             out_mask,
     output wire                     out_mask_valid,
     input  wire                     out_mask_ready,
-    output wire [P*16-1:0]          dense_data,
+    output wire [P*VALUE_W-1:0]     dense_data,
     output wire                     dense_last,
     output wire                     dense_valid,
     input  wire                     dense_ready,
@@ -43,7 +44,9 @@ module fg_df_stage #(
     output reg  [31:0]              perf_drain,    // drain cycles, waits for output space excluded
     output reg  [31:0]              perf_vectors
 );
-    localparam integer ITEM_W = 17 + IDX_W;
+    localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
+    localparam integer IN_ITEM_W = 1 + IN_IDX_W + VALUE_W;  // {last, index, value}
+    localparam integer OUT_ITEM_W = 1 + OUT_IDX_W + VALUE_W;
     localparam integer DEPTH = (N_OUT + P - 1) / P;
     localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
     localparam integer ENTRY_W = 1 + AW + W_BITS;
@@ -56,21 +59,18 @@ module fg_df_stage #(
     localparam [31:0] DEPTH32 = DEPTH;
 
     // ---- lane reader -> S1 -----------------------------------------------------------------------
-    // Indices are as wide as the design's widest vector; this layer reads only N_IN of them.
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire [IDX_W-1:0] r_idx;
-    /* verilator lint_on UNUSEDSIGNAL */
-    wire [15:0] r_val;
+    wire [IN_IDX_W-1:0] r_idx;
+    wire [VALUE_W-1:0] r_val;
     wire r_eov;
     wire r_valid;
     wire r_started;
     reg s1_valid;
     reg s1_eov;
-    reg [15:0] s1_x;
+    reg [VALUE_W-1:0] s1_x;
     wire s2_take;
     wire s1_load = r_valid && (!s1_valid || s2_take);
 
-    fg_lane_reader #(.LANES(B), .IDX_W(IDX_W)) u_reader (
+    fg_lane_reader #(.LANES(B), .IDX_W(IN_IDX_W)) u_reader (
         .clk(clk), .rst(rst),
         .lane_data(in_data), .lane_valid(in_valid), .lane_ready(in_ready),
         .mask(in_mask), .mask_valid(in_mask_valid), .mask_ready(in_mask_ready),
@@ -98,7 +98,7 @@ module fg_df_stage #(
     wire issue_bank;
     reg [START_W-1:0] cur;
     reg [CNT_W-1:0] rem;
-    reg [15:0] x2;
+    reg [VALUE_W-1:0] x2;
     reg bank2;
     wire beat = (rem != {CNT_W{1'b0}});
     wire s2_free = (rem >> 1) == {CNT_W{1'b0}};  // at most the last beat left
@@ -127,7 +127,7 @@ module fg_df_stage #(
     reg m0_valid;
     reg m0_eov;
     reg m0_bank;
-    reg [15:0] m0_x;
+    reg [VALUE_W-1:0] m0_x;
     always @(posedge clk) begin
         if (rst) begin
             m0_valid <= 1'b0;
@@ -145,13 +145,13 @@ module fg_df_stage #(
     wire drain_waiting;
     wire drain_done;
     fg_pe_array #(
-        .P(P), .DEPTH(DEPTH), .W_BITS(W_BITS), .ACC_W(ACC_W), .IDX_W(IDX_W),
+        .P(P), .DEPTH(DEPTH), .W_BITS(W_BITS), .ACC_W(ACC_W), .IDX_W(OUT_IDX_W),
         .BIAS_ROWS(DEPTH), .BIAS_FILE(BIAS_FILE)
     ) u_pes (
         .clk(clk), .rst(rst),
         .mac_valid(m0_valid), .mac_eov(m0_eov), .mac_bank(m0_bank), .mac_x(m0_x), .mac_entries(entries),
         .vector_issued(eov_issue), .issue_bank(issue_bank), .issue_ok(issue_ok),
-        .cfg_shift(SHIFT32[5:0]), .cfg_lo(LO32[15:0]), .cfg_hi(HI32[15:0]),
+        .cfg_shift(SHIFT32[5:0]), .cfg_lo(LO32[VALUE_W-1:0]), .cfg_hi(HI32[VALUE_W-1:0]),
         .cfg_n_out(N_OUT32), .cfg_depth(DEPTH32), .cfg_bias_base({AW{1'b0}}), .cfg_dense(DENSE != 0),
         .lane_data(out_data), .lane_valid(out_valid), .lane_ready(out_ready),
         .mask_data(out_mask), .mask_valid(out_mask_valid), .mask_ready(out_mask_ready),

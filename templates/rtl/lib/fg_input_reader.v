@@ -8,7 +8,7 @@ module fg_input_reader #(
     input  wire                  clk,
     input  wire                  rst,
     input  wire                  enable,        // more vectors are expected
-    input  wire [16*K-1:0]       s_tdata,
+    input  wire [VALUE_W*K-1:0]  s_tdata,
     input  wire                  s_tvalid,
     output wire                  s_tready,
     output wire [K*ITEM_W-1:0]   lane_data,
@@ -19,7 +19,8 @@ module fg_input_reader #(
     input  wire                  mask_ready,
     output wire                  vector_read    // pulse: a whole vector has been written
 );
-    localparam integer ITEM_W = 17 + IDX_W;
+    localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
+    localparam integer ITEM_W = 1 + IDX_W + VALUE_W;  // {last, index, value}
     localparam integer BEATS = (N_IN + K - 1) / K;
     localparam integer KB = (K > 1) ? $clog2(K) : 0;
     localparam [31:0] LAST_BEAT = BEATS - 1;
@@ -28,7 +29,7 @@ module fg_input_reader #(
     reg [31:0] t;
     reg closing;
     wire [K-1:0] new_valid;
-    wire [K*(IDX_W+16)-1:0] new_item;
+    wire [K*(IDX_W+VALUE_W)-1:0] new_item;
     /* verilator lint_off UNUSEDSIGNAL */
     wire step_ready;  // implied: a beat is taken only when every lane has room
     /* verilator lint_on UNUSEDSIGNAL */
@@ -40,10 +41,10 @@ module fg_input_reader #(
     genvar g;
     generate
         for (g = 0; g < K; g = g + 1) begin : g_lane
-            wire [15:0] value = s_tdata[16*g +: 16];
+            wire [VALUE_W-1:0] value = s_tdata[VALUE_W*g +: VALUE_W];
             wire [31:0] index = (t << KB) | g;
-            assign new_valid[g] = (value != 16'd0) && (index < N_IN32);
-            assign new_item[g*(IDX_W+16) +: IDX_W+16] = {index[IDX_W-1:0], value};
+            assign new_valid[g] = (value != {VALUE_W{1'b0}}) && (index < N_IN32);
+            assign new_item[g*(IDX_W+VALUE_W) +: IDX_W+VALUE_W] = {index[IDX_W-1:0], value};
         end
     endgenerate
 

@@ -15,13 +15,14 @@ module fg_lane_reader #(
     input  wire                      mask_valid,
     output wire                      mask_ready,
     output wire [IDX_W-1:0]          out_idx,
-    output wire [15:0]               out_val,
+    output wire [VALUE_W-1:0]        out_val,
     output wire                      out_eov,       // the end-of-vector token (no activation)
     output wire                      out_valid,
     input  wire                      out_ready,
     output wire                      started        // a vector's mask has just been loaded
 );
-    localparam integer ITEM_W = 17 + IDX_W;
+    localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
+    localparam integer ITEM_W = 1 + IDX_W + VALUE_W;  // {last, index, value}
     localparam integer LB = (LANES > 1) ? $clog2(LANES) : 1;
 
     reg active;              // a vector is being read
@@ -45,8 +46,8 @@ module fg_lane_reader #(
 
     assign out_valid = reading ? lane_valid[cur] : closing;
     assign out_eov = closing;
-    assign out_idx = item[16 +: IDX_W];
-    assign out_val = item[15:0];
+    assign out_idx = item[VALUE_W +: IDX_W];
+    assign out_val = item[VALUE_W-1:0];
     assign mask_ready = load;
     assign started = load;
 

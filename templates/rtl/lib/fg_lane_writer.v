@@ -9,7 +9,7 @@ module fg_lane_writer #(
     input  wire                      clk,
     input  wire                      rst,
     input  wire [LANES-1:0]          new_valid,     // lanes with a new item in this step
-    input  wire [LANES*(IDX_W+16)-1:0] new_item,    // per lane {index, value}
+    input  wire [LANES*PAYLOAD-1:0]  new_item,      // per lane {index, value}
     input  wire                      step,          // the producer takes the step this cycle
     output wire                      step_ready,    // every lane that must write can
     input  wire                      finish,        // end the vector (held until finished)
@@ -21,8 +21,9 @@ module fg_lane_writer #(
     output wire                      mask_valid,
     input  wire                      mask_ready
 );
-    localparam integer ITEM_W = 17 + IDX_W;
-    localparam integer PAYLOAD = IDX_W + 16;
+    localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
+    localparam integer PAYLOAD = IDX_W + VALUE_W;  // {index, value}
+    localparam integer ITEM_W = 1 + PAYLOAD;  // {last, index, value}
 
     reg [LANES-1:0] held_valid;
     reg [LANES*PAYLOAD-1:0] held;

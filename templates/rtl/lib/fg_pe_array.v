@@ -11,7 +11,7 @@ module fg_pe_array #(
     parameter integer DEPTH = 1,        // accumulator entries per lane and bank
     parameter integer W_BITS = 8,
     parameter integer ACC_W = 32,
-    parameter integer IDX_W = 8,
+    parameter integer IDX_W = 8,        // index width of the output items
     parameter integer BIAS_ROWS = 1,
     parameter BIAS_FILE = ""
 ) (
@@ -21,7 +21,7 @@ module fg_pe_array #(
     input  wire                         mac_valid,      // a weight beat this cycle
     input  wire                         mac_eov,        // the vector ends with this cycle
     input  wire                         mac_bank,
-    input  wire [15:0]                  mac_x,
+    input  wire [VALUE_W-1:0]           mac_x,
     input  wire [P*ENTRY_W-1:0]         mac_entries,    // per lane {valid, local, weight}
     // bank bookkeeping for the front end
     input  wire                         vector_issued,  // the issue bank's vector has been sent
@@ -29,8 +29,8 @@ module fg_pe_array #(
     output wire                         issue_ok,
     // drain configuration
     input  wire [5:0]                   cfg_shift,
-    input  wire [15:0]                  cfg_lo,
-    input  wire [15:0]                  cfg_hi,
+    input  wire [VALUE_W-1:0]           cfg_lo,
+    input  wire [VALUE_W-1:0]           cfg_hi,
     input  wire [31:0]                  cfg_n_out,
     input  wire [31:0]                  cfg_depth,
     input  wire [BIAS_AW-1:0]           cfg_bias_base,
@@ -43,7 +43,7 @@ module fg_pe_array #(
     output wire                         mask_valid,
     input  wire                         mask_ready,
     // dense drain output
-    output wire [P*16-1:0]              dense_data,
+    output wire [P*VALUE_W-1:0]         dense_data,
     output wire                         dense_last,
     output wire                         dense_valid,
     input  wire                         dense_ready,
@@ -53,8 +53,11 @@ module fg_pe_array #(
 );
     localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;  // local address width
     localparam integer ENTRY_W = 1 + AW + W_BITS;
-    localparam integer ITEM_W = 17 + IDX_W;
-    localparam integer PROD_W = 16 + W_BITS;
+    localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
+    localparam integer ITEM_W = 1 + IDX_W + VALUE_W;
+    localparam integer PROD_W = VALUE_W + W_BITS;
+    // The clamp compares against 16-bit bounds: at least one bit wider than them.
+    localparam integer CMP_W = (ACC_W > VALUE_W) ? ACC_W : VALUE_W + 1;
     localparam integer BIAS_AW = (BIAS_ROWS > 1) ? $clog2(BIAS_ROWS) : 1;
     localparam integer PB = (P > 1) ? $clog2(P) : 0;
 
@@ -98,10 +101,10 @@ module fg_pe_array #(
     wire       advance = !stall;
 
     // ---- per-lane datapath ---------------------------------------------------------------------
-    wire [P*16-1:0] d1_y;       // requantized outputs of the d1 stage
-    reg  [P*16-1:0] d2_y;
+    wire [P*VALUE_W-1:0] d1_y;  // requantized outputs of the d1 stage
+    reg  [P*VALUE_W-1:0] d2_y;
     wire [P-1:0]    new_valid;  // lanes whose d2 output is a real, nonzero output
-    wire [P*(IDX_W+16)-1:0] new_item;
+    wire [P*(IDX_W+VALUE_W)-1:0] new_item;
 
     genvar g;
     generate
@@ -122,8 +125,11 @@ module fg_pe_array #(
             wire [ACC_W-1:0] rd1;
             wire [ACC_W-1:0] mac_rd = m1_bank ? rd1 : rd0;
             wire             hit = fwd_valid && fwd_bank == m1_bank && fwd_local == m1_loc;
-            wire [ACC_W-1:0] sum = (hit ? fwd_sum : mac_rd)
-                                   + {{(ACC_W-PROD_W){m1_prod[PROD_W-1]}}, m1_prod};
+            // The accumulator is the layer's exact width: a product wider than it wraps, which
+            // is exact because every partial sum fits (docs/numerics.md).
+            wire [ACC_W-1:0] product;
+            fg_resize #(.IN_W(PROD_W), .OUT_W(ACC_W)) u_product (.in(m1_prod), .out(product));
+            wire [ACC_W-1:0] sum = (hit ? fwd_sum : mac_rd) + product;
 
             always @(posedge clk) begin
                 m1_prod <= $signed(mac_x) * e_w;
@@ -164,18 +170,20 @@ module fg_pe_array #(
                                      : ({{(ACC_W-1){1'b0}}, 1'b1} << (cfg_shift - 6'd1));
             wire signed [ACC_W-1:0] total = $signed((drain_bank ? rd1 : rd0) + bias + round);
             wire signed [ACC_W-1:0] shifted = total >>> cfg_shift;
-            wire signed [ACC_W-1:0] lo = {{(ACC_W-16){cfg_lo[15]}}, cfg_lo};
-            wire signed [ACC_W-1:0] hi = {{(ACC_W-16){cfg_hi[15]}}, cfg_hi};
+            wire [CMP_W-1:0] wide;
+            fg_resize #(.IN_W(ACC_W), .OUT_W(CMP_W)) u_wide (.in(shifted), .out(wide));
+            wire signed [CMP_W-1:0] lo = {{(CMP_W-VALUE_W){cfg_lo[VALUE_W-1]}}, cfg_lo};
+            wire signed [CMP_W-1:0] hi = {{(CMP_W-VALUE_W){cfg_hi[VALUE_W-1]}}, cfg_hi};
             // The clamp bounds are 16-bit values, so the clamped result's upper bits are its sign.
             /* verilator lint_off UNUSEDSIGNAL */
-            wire signed [ACC_W-1:0] clamped = (shifted < lo) ? lo : (shifted > hi) ? hi : shifted;
+            wire signed [CMP_W-1:0] clamped = ($signed(wide) < lo) ? lo : ($signed(wide) > hi) ? hi : $signed(wide);
             /* verilator lint_on UNUSEDSIGNAL */
-            assign d1_y[g*16 +: 16] = clamped[15:0];
+            assign d1_y[g*VALUE_W +: VALUE_W] = clamped[VALUE_W-1:0];
 
             // Sparse output: nonzero values of real outputs (j < n_out).
             wire [31:0] j = (d2_a << PB) | g;
-            assign new_valid[g] = !cfg_dense && (d2_y[g*16 +: 16] != 16'd0) && (j < cfg_n_out);
-            assign new_item[g*(IDX_W+16) +: IDX_W+16] = {j[IDX_W-1:0], d2_y[g*16 +: 16]};
+            assign new_valid[g] = !cfg_dense && (d2_y[g*VALUE_W +: VALUE_W] != {VALUE_W{1'b0}}) && (j < cfg_n_out);
+            assign new_item[g*(IDX_W+VALUE_W) +: IDX_W+VALUE_W] = {j[IDX_W-1:0], d2_y[g*VALUE_W +: VALUE_W]};
         end
     endgenerate
 

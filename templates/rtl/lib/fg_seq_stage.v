@@ -9,7 +9,9 @@ module fg_seq_stage #(
     parameter integer B = 1,            // lanes of the input channel
     parameter integer P = 1,
     parameter integer LAYERS = 1,
-    parameter integer IDX_W = 8,
+    parameter integer IN_IDX_W = 8,     // index width of the input channel's items
+    parameter integer LOOP_IDX_W = 1,   // ... of the loop-back channel's
+    parameter integer OUT_IDX_W = 8,    // ... of the output channel's
     parameter integer DEPTH = 1,        // accumulator entries per lane (widest layer)
     parameter integer ROWS = 1,         // row-table entries of all layers
     parameter integer START_W = 1,
@@ -18,6 +20,10 @@ module fg_seq_stage #(
     parameter integer ACC_W = 32,
     parameter integer BIAS_ROWS = 1,
     parameter integer LOOP_DEPTH = 2,   // loop-back lane FIFO depth
+    parameter integer MASK_DEPTH = 4,   // loop-back masks buffered
+    parameter integer REQUEST_DEPTH = 16,   // row reads queued for the AXI master
+    parameter integer ACTIVATION_DEPTH = 32, // activations waiting for their rows' beats
+    parameter integer MAX_BURSTS = 16,  // AXI4 read bursts in flight
     parameter integer DENSE = 0,        // the last layer is the model's last: dense beats out
     parameter DESC_FILE = "",
     parameter ROWS_FILE = "",
@@ -26,19 +32,19 @@ module fg_seq_stage #(
     input  wire                     clk,
     input  wire                     rst,
     input  wire [63:0]              weights,       // base address of this stage's weight image
-    input  wire [B*ITEM_W-1:0]      in_data,
+    input  wire [B*IN_ITEM_W-1:0]   in_data,
     input  wire [B-1:0]             in_valid,
     output wire [B-1:0]             in_ready,
     input  wire [B-1:0]             in_mask,
     input  wire                     in_mask_valid,
     output wire                     in_mask_ready,
-    output wire [P*ITEM_W-1:0]      out_data,
+    output wire [P*OUT_ITEM_W-1:0]  out_data,
     output wire [P-1:0]             out_valid,
     input  wire [P-1:0]             out_ready,
     output wire [P-1:0]             out_mask,
     output wire                     out_mask_valid,
     input  wire                     out_mask_ready,
-    output wire [P*16-1:0]          dense_data,
+    output wire [P*VALUE_W-1:0]     dense_data,
     output wire                     dense_last,
     output wire                     dense_valid,
     input  wire                     dense_ready,
@@ -56,7 +62,14 @@ module fg_seq_stage #(
     output reg  [32*LAYERS-1:0]     perf_drain,
     output reg  [31:0]              perf_vectors
 );
-    localparam integer ITEM_W = 17 + IDX_W;
+    localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
+    localparam integer IN_ITEM_W = 1 + IN_IDX_W + VALUE_W;  // {last, index, value}
+    localparam integer LOOP_ITEM_W = 1 + LOOP_IDX_W + VALUE_W;
+    localparam integer OUT_ITEM_W = 1 + OUT_IDX_W + VALUE_W;
+    // The PEs write items for both the loop-back and the output channel.
+    localparam integer PE_IDX_W = (LOOP_IDX_W > OUT_IDX_W) ? LOOP_IDX_W : OUT_IDX_W;
+    localparam integer PE_ITEM_W = 1 + PE_IDX_W + VALUE_W;
+    localparam integer RD_IDX_W = (LOOP_IDX_W > IN_IDX_W) ? LOOP_IDX_W : IN_IDX_W;
     localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
     localparam integer ENTRY_W = 1 + AW + W_BITS;
     localparam integer ROW_AW = (ROWS > 1) ? $clog2(ROWS) : 1;
@@ -80,8 +93,8 @@ module fg_seq_stage #(
     wire [BIAS_AW-1:0] d_bias_base = desc[96 +: BIAS_AW];
     wire [63:0] d_dram = desc[128 +: 64];
     wire [5:0] d_shift = desc[192 +: 6];
-    wire [15:0] d_lo = desc[224 +: 16];
-    wire [15:0] d_hi = desc[240 +: 16];
+    wire [VALUE_W-1:0] d_lo = desc[224 +: VALUE_W];
+    wire [VALUE_W-1:0] d_hi = desc[240 +: VALUE_W];
     wire first_layer = (layer == {LAYER_W{1'b0}});
     wire last_layer = ({{(32 - LAYER_W){1'b0}}, layer} == LAST_LAYER);
 
@@ -90,69 +103,85 @@ module fg_seq_stage #(
     );
 
     // ---- input: the stage's channel for the first layer, the loop-back lanes after -------------
-    wire [P*ITEM_W-1:0] loop_data;
-    wire [P-1:0] loop_valid;
-    wire [P-1:0] loop_ready;
-    wire [P-1:0] loop_mask;
-    wire loop_mask_valid;
-    wire loop_mask_ready;
-    wire [P*ITEM_W-1:0] loop_in_data;
+    // A single-layer stage hands nothing back: its loop-back signals are constants, unused.
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [P*LOOP_ITEM_W-1:0] loop_in_data;
     wire [P-1:0] loop_in_valid;
     wire [P-1:0] loop_in_ready;
     wire [P-1:0] loop_in_mask;
     wire loop_in_mask_valid;
     wire loop_in_mask_ready;
-
-    /* verilator lint_off UNUSEDSIGNAL */
-    // Indices are as wide as the design's widest vector; rows index only their layer's inputs.
-    wire [IDX_W-1:0] e_idx, l_idx;
     /* verilator lint_on UNUSEDSIGNAL */
-    wire [15:0] e_val, l_val;
+
+    wire [IN_IDX_W-1:0] e_idx;
+    wire [LOOP_IDX_W-1:0] l_idx;
+    wire [VALUE_W-1:0] e_val, l_val;
     wire e_eov, l_eov, e_valid, l_valid, e_started, l_started;
     wire r_take;
     reg vector_started;   // this layer's input mask is loaded: load no other until the next layer
     wire use_ext = first_layer;
     wire may_load = state == S_COMPUTE && !vector_started;
-    fg_lane_reader #(.LANES(B), .IDX_W(IDX_W)) u_ext_reader (
+    fg_lane_reader #(.LANES(B), .IDX_W(IN_IDX_W)) u_ext_reader (
         .clk(clk), .rst(rst),
         .lane_data(in_data), .lane_valid(in_valid), .lane_ready(in_ready),
         .mask(in_mask), .mask_valid(in_mask_valid && use_ext && may_load), .mask_ready(in_mask_ready),
         .out_idx(e_idx), .out_val(e_val), .out_eov(e_eov), .out_valid(e_valid),
         .out_ready(r_take && use_ext), .started(e_started)
     );
-    fg_lane_reader #(.LANES(P), .IDX_W(IDX_W)) u_loop_reader (
-        .clk(clk), .rst(rst),
-        .lane_data(loop_data), .lane_valid(loop_valid), .lane_ready(loop_ready),
-        .mask(loop_mask), .mask_valid(loop_mask_valid && !use_ext && may_load), .mask_ready(loop_mask_ready),
-        .out_idx(l_idx), .out_val(l_val), .out_eov(l_eov), .out_valid(l_valid),
-        .out_ready(r_take && !use_ext), .started(l_started)
-    );
-    wire [IDX_W-1:0] r_idx = use_ext ? e_idx : l_idx;
-    wire [15:0] r_val = use_ext ? e_val : l_val;
-    wire r_eov = use_ext ? e_eov : l_eov;
-    wire r_valid = use_ext ? e_valid : l_valid;
 
+    // The loop-back channel and its reader, when a layer hands its output to the next one.
     genvar g;
     generate
-        for (g = 0; g < P; g = g + 1) begin : g_loop
-            fg_fifo #(.WIDTH(ITEM_W), .DEPTH(LOOP_DEPTH)) u_fifo (
+        if (LAYERS > 1) begin : g_loop_back
+            wire [P*LOOP_ITEM_W-1:0] loop_data;
+            wire [P-1:0] loop_valid;
+            wire [P-1:0] loop_ready;
+            wire [P-1:0] loop_mask;
+            wire loop_mask_valid;
+            wire loop_mask_ready;
+            for (g = 0; g < P; g = g + 1) begin : g_loop
+                fg_fifo #(.WIDTH(LOOP_ITEM_W), .DEPTH(LOOP_DEPTH)) u_fifo (
+                    .clk(clk), .rst(rst),
+                    .in_data(loop_in_data[g*LOOP_ITEM_W +: LOOP_ITEM_W]), .in_valid(loop_in_valid[g]),
+                    .in_ready(loop_in_ready[g]),
+                    .out_data(loop_data[g*LOOP_ITEM_W +: LOOP_ITEM_W]), .out_valid(loop_valid[g]),
+                    .out_ready(loop_ready[g])
+                );
+            end
+            fg_fifo #(.WIDTH(P), .DEPTH(MASK_DEPTH)) u_loop_mask (
                 .clk(clk), .rst(rst),
-                .in_data(loop_in_data[g*ITEM_W +: ITEM_W]), .in_valid(loop_in_valid[g]),
-                .in_ready(loop_in_ready[g]),
-                .out_data(loop_data[g*ITEM_W +: ITEM_W]), .out_valid(loop_valid[g]), .out_ready(loop_ready[g])
+                .in_data(loop_in_mask), .in_valid(loop_in_mask_valid), .in_ready(loop_in_mask_ready),
+                .out_data(loop_mask), .out_valid(loop_mask_valid), .out_ready(loop_mask_ready)
             );
+            fg_lane_reader #(.LANES(P), .IDX_W(LOOP_IDX_W)) u_loop_reader (
+                .clk(clk), .rst(rst),
+                .lane_data(loop_data), .lane_valid(loop_valid), .lane_ready(loop_ready),
+                .mask(loop_mask), .mask_valid(loop_mask_valid && !use_ext && may_load), .mask_ready(loop_mask_ready),
+                .out_idx(l_idx), .out_val(l_val), .out_eov(l_eov), .out_valid(l_valid),
+                .out_ready(r_take && !use_ext), .started(l_started)
+            );
+        end else begin : g_no_loop_back
+            assign loop_in_ready = {P{1'b1}};
+            assign loop_in_mask_ready = 1'b1;
+            assign l_idx = {LOOP_IDX_W{1'b0}};
+            assign l_val = {VALUE_W{1'b0}};
+            assign l_eov = 1'b0;
+            assign l_valid = 1'b0;
+            assign l_started = 1'b0;
         end
     endgenerate
-    fg_fifo #(.WIDTH(P), .DEPTH(4)) u_loop_mask (
-        .clk(clk), .rst(rst),
-        .in_data(loop_in_mask), .in_valid(loop_in_mask_valid), .in_ready(loop_in_mask_ready),
-        .out_data(loop_mask), .out_valid(loop_mask_valid), .out_ready(loop_mask_ready)
-    );
+    wire [RD_IDX_W-1:0] e_row, l_row;
+    fg_resize #(.IN_W(IN_IDX_W), .OUT_W(RD_IDX_W), .SIGNED(0)) u_e_row (.in(e_idx), .out(e_row));
+    fg_resize #(.IN_W(LOOP_IDX_W), .OUT_W(RD_IDX_W), .SIGNED(0)) u_l_row (.in(l_idx), .out(l_row));
+    wire [RD_IDX_W-1:0] r_idx = use_ext ? e_row : l_row;
+    wire [VALUE_W-1:0] r_val = use_ext ? e_val : l_val;
+    wire r_eov = use_ext ? e_eov : l_eov;
+    wire r_valid = use_ext ? e_valid : l_valid;
 
     // ---- S1: row table ---------------------------------------------------------------------------
     reg s1_valid;
     reg s1_eov;
-    reg [15:0] s1_x;
+    reg [VALUE_W-1:0] s1_x;
     reg eov_taken;        // this layer's end has left S1
     reg eov_loaded;       // this layer's end is in S1 or beyond: read no further
     wire s2_take;
@@ -160,7 +189,7 @@ module fg_seq_stage #(
     wire [START_W+CNT_W-1:0] row;
     // Row tables of all layers are stacked; the address is wider than any one layer's index.
     /* verilator lint_off UNUSEDSIGNAL */
-    wire [31:0] row_address = {{(32 - ROW_AW){1'b0}}, d_row_base} + {{(32 - IDX_W){1'b0}}, r_idx};
+    wire [31:0] row_address = {{(32 - ROW_AW){1'b0}}, d_row_base} + {{(32 - RD_IDX_W){1'b0}}, r_idx};
     /* verilator lint_on UNUSEDSIGNAL */
     fg_rom #(.WIDTH(START_W + CNT_W), .DEPTH(ROWS), .INIT(ROWS_FILE)) u_rows (
         .clk(clk), .en(r_take), .addr(row_address[ROW_AW-1:0]), .data(row)
@@ -202,24 +231,24 @@ module fg_seq_stage #(
     wire [63:0] q_addr;
     wire [CNT_W-1:0] q_beats;
     wire q_valid, q_ready;
-    fg_fifo #(.WIDTH(64 + CNT_W), .DEPTH(16)) u_requests (
+    fg_fifo #(.WIDTH(64 + CNT_W), .DEPTH(REQUEST_DEPTH)) u_requests (
         .clk(clk), .rst(rst),
         .in_data({req_addr, row_beats}), .in_valid(push), .in_ready(req_in_ready),
         .out_data({q_addr, q_beats}), .out_valid(q_valid), .out_ready(q_ready)
     );
 
-    wire [15:0] xq_x;
+    wire [VALUE_W-1:0] xq_x;
     wire [CNT_W-1:0] xq_beats;
     wire xq_valid;
     wire xq_pop;
-    fg_fifo #(.WIDTH(16 + CNT_W), .DEPTH(32)) u_activations (
+    fg_fifo #(.WIDTH(VALUE_W + CNT_W), .DEPTH(ACTIVATION_DEPTH)) u_activations (
         .clk(clk), .rst(rst),
         .in_data({s1_x, row_beats}), .in_valid(push), .in_ready(xq_in_ready),
         .out_data({xq_x, xq_beats}), .out_valid(xq_valid), .out_ready(xq_pop)
     );
 
     wire reader_idle;
-    fg_axi_reader #(.DATA_W(32 * P), .LEN_W(CNT_W), .MAX_BURSTS(16)) u_axi (
+    fg_axi_reader #(.DATA_W(32 * P), .LEN_W(CNT_W), .MAX_BURSTS(MAX_BURSTS)) u_axi (
         .clk(clk), .rst(rst),
         .req_addr(q_addr), .req_beats(q_beats), .req_valid(q_valid), .req_ready(q_ready),
         .araddr(araddr), .arlen(arlen), .arsize(arsize), .arvalid(arvalid), .arready(arready),
@@ -258,7 +287,7 @@ module fg_seq_stage #(
     /* verilator lint_on UNUSEDSIGNAL */
 
     reg m0_valid, m0_eov, m0_bank;
-    reg [15:0] m0_x;
+    reg [VALUE_W-1:0] m0_x;
     reg [P*ENTRY_W-1:0] m0_entries;
     always @(posedge clk) begin
         if (rst) begin
@@ -275,23 +304,34 @@ module fg_seq_stage #(
 
     // ---- PEs -------------------------------------------------------------------------------------
     wire draining, drain_waiting, drain_done;
-    wire [P*ITEM_W-1:0] pe_data;
+    wire [P*PE_ITEM_W-1:0] pe_data;
     wire [P-1:0] pe_valid;
     wire [P-1:0] pe_ready = last_layer ? out_ready : loop_in_ready;
     wire [P-1:0] pe_mask;
     wire pe_mask_valid;
     wire pe_mask_ready = last_layer ? out_mask_ready : loop_in_mask_ready;
-    assign loop_in_data = pe_data;
+    // Each channel takes the PEs' items with its own index width: the layer that writes it has
+    // no larger index.
+    generate
+        for (g = 0; g < P; g = g + 1) begin : g_items
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire [PE_ITEM_W-1:0] item = pe_data[g*PE_ITEM_W +: PE_ITEM_W];  // index bits beyond a channel's
+            /* verilator lint_on UNUSEDSIGNAL */
+            assign loop_in_data[g*LOOP_ITEM_W +: LOOP_ITEM_W] =
+                {item[PE_ITEM_W-1], item[VALUE_W +: LOOP_IDX_W], item[VALUE_W-1:0]};
+            assign out_data[g*OUT_ITEM_W +: OUT_ITEM_W] =
+                {item[PE_ITEM_W-1], item[VALUE_W +: OUT_IDX_W], item[VALUE_W-1:0]};
+        end
+    endgenerate
     assign loop_in_valid = pe_valid & {P{!last_layer}};
     assign loop_in_mask = pe_mask;
     assign loop_in_mask_valid = pe_mask_valid && !last_layer;
-    assign out_data = pe_data;
     assign out_valid = pe_valid & {P{last_layer}};
     assign out_mask = pe_mask;
     assign out_mask_valid = pe_mask_valid && last_layer;
 
     fg_pe_array #(
-        .P(P), .DEPTH(DEPTH), .W_BITS(W_BITS), .ACC_W(ACC_W), .IDX_W(IDX_W),
+        .P(P), .DEPTH(DEPTH), .W_BITS(W_BITS), .ACC_W(ACC_W), .IDX_W(PE_IDX_W),
         .BIAS_ROWS(BIAS_ROWS), .BIAS_FILE(BIAS_FILE)
     ) u_pes (
         .clk(clk), .rst(rst),

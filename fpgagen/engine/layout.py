@@ -5,7 +5,8 @@ Output neuron j belongs to PE (lane) j mod P and lives at local address j div P 
 row i holds, in lane p, the b-th nonzero of row i whose output is in lane p, or an empty slot. A
 nonzero activation x_i therefore costs max(1, beats_i) cycles with all P multipliers in step, and
 a zero activation costs nothing. This one layout serves on-chip ROMs (dataflow layers) and the
-off-chip weight image (sequential layers); the cost model counts the same beats.
+off-chip weight image (sequential layers); the cost model counts the same beats. A beat's slots
+are packed into words by `slot_words`, in the format of a `SlotWord` (fpgagen.engine.geometry).
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-OFFCHIP_ENTRY_BYTES = 4  # valid(1) | local address(15) | weight(16), little-endian 32-bit words
-OFFCHIP_MAX_LOCAL = 1 << 15
-AXI_4K = 4096
+from .geometry import SlotWord
 
 
 def lane_counts(weights: sp.csr_array, pes: int) -> np.ndarray:
@@ -50,17 +49,12 @@ class LaneLayout:
     def beats(self) -> int:
         return int(self.valid.shape[0])
 
-    @property
-    def local_depth(self) -> int:
-        """Accumulator (and bias) entries per lane: ceil(out_features / P)."""
-        return -(-self.out_features // self.pes)
-
-    def offchip_words(self) -> np.ndarray:
-        """(beats, pes) uint32 words of the off-chip image: valid<<31 | local<<16 | weight&0xffff."""
+    def slot_words(self, slot: SlotWord) -> np.ndarray:
+        """(beats, pes) uint64 words: valid << (LB + WB) | local << WB | (weight & (2^WB - 1))."""
         return (
-            (self.valid.astype(np.uint32) << np.uint32(31))
-            | (self.local.astype(np.uint32) << np.uint32(16))
-            | (self.weight.astype(np.int64) & 0xFFFF).astype(np.uint32)
+            (self.valid.astype(np.uint64) << np.uint64(slot.local_bits + slot.weight_bits))
+            | (self.local.astype(np.uint64) << np.uint64(slot.weight_bits))
+            | (self.weight.astype(np.int64) & ((1 << slot.weight_bits) - 1)).astype(np.uint64)
         )
 
 

@@ -1,0 +1,283 @@
+"""The engine plan: everything the hardware of one scheduled model is made of.
+
+For a quantized, scheduled model on a board, `plan_engine` lays every layer's weights out over its
+stage's PEs and derives, with the geometry functions the cost model uses too, every stage, channel
+and memory, each width, the packed words, the stacked tables and their offsets, and the off-chip
+images. The HLS and RTL back ends, the testbench and the manifest render or record this plan; they
+derive nothing of their own. Data and derivation only: no pricing (fpgagen.schedule.cost_model),
+no text (fpgagen.backends).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..ir import DATAFLOW, Layer, Model
+from ..schedule.boards import Board
+from .geometry import (
+    AXI_PAGE,
+    MAX_BURST_BEATS,
+    OFFCHIP_SLOT,
+    OFFCHIP_SLOT_BYTES,
+    Channel,
+    DenseOutput,
+    LayerShape,
+    Output,
+    SequentialShape,
+    accumulator_bits,
+    ceil_div,
+    dataflow_memories,
+    reader_memories,
+    sequential_memories,
+)
+from .interface import Interface, plan_interface
+from .layout import LaneLayout, beats_per_row, lane_layout
+from .memory import Memory
+
+
+def layer_shape(layer: Layer, pes: int, row_beats: np.ndarray | None = None) -> LayerShape:
+    """The shape of a quantized layer on P PEs (`row_beats`: its beats per row, if known)."""
+    numerics = layer.numerics
+    beats = beats_per_row(numerics.weights_q, pes) if row_beats is None else row_beats
+    return LayerShape(
+        n_in=layer.in_features,
+        n_out=layer.out_features,
+        pes=pes,
+        beats=int(beats.sum()),
+        max_row_beats=int(beats.max(initial=0)),
+        acc_bits=accumulator_bits(numerics.acc_bits),
+        weight_bits=numerics.weight_format.bits,
+    )
+
+
+def stage_output(model: Model, last_layer: int, pes: int) -> Output:
+    """Where a stage ending with `last_layer` drains: the next stage's channel, or dense beats."""
+    if last_layer == len(model.layers) - 1:
+        return DenseOutput(pes)
+    return Channel(pes, model.layers[last_layer].out_features)
+
+
+@dataclass(frozen=True, eq=False)
+class LayerPlan:
+    """One layer on its stage's PEs: its layout, and where its tables and weights sit."""
+
+    index: int
+    layer: Layer
+    shape: LayerShape
+    layout: LaneLayout
+    row_offset: int  # its first entry in the stage's row table
+    bias_offset: int  # its first local address in the stage's bias table
+    offchip_base: int  # byte offset of its beats in the stage's off-chip image (sequential stages)
+
+    @property
+    def name(self) -> str:
+        return self.layer.name
+
+    @property
+    def shift(self) -> int:
+        return self.layer.numerics.shift
+
+    @property
+    def lo(self) -> int:
+        return self.layer.numerics.lo_q
+
+    @property
+    def hi(self) -> int:
+        return self.layer.numerics.hi_q
+
+    @cached_property
+    def bias(self) -> np.ndarray:
+        """(addresses, P): the bias of output a * P + p at [a, p], zero past the last output."""
+        padded = np.zeros(self.shape.addresses * self.shape.pes, dtype=np.int64)
+        padded[: self.shape.n_out] = self.layer.numerics.bias_q
+        return padded.reshape(self.shape.addresses, self.shape.pes)
+
+    @cached_property
+    def rom_words(self) -> np.ndarray:
+        """(rom_beats, P) on-chip slot words of a dataflow layer; one empty beat at least."""
+        if self.layout.beats == 0:
+            return np.zeros((1, self.shape.pes), dtype=np.uint64)
+        return self.layout.slot_words(self.shape.slot)
+
+    @property
+    def offchip_bytes(self) -> int:
+        return self.layout.beats * self.shape.pes * OFFCHIP_SLOT_BYTES
+
+
+@dataclass(frozen=True, eq=False)
+class StagePlan:
+    """One stage: a dataflow layer, or a run of sequential layers on a shared engine."""
+
+    index: int
+    mode: str
+    pes: int
+    layers: tuple[LayerPlan, ...]
+    input: Channel
+    output: Output
+    loop: Channel | None  # a sequential stage's loop-back channel
+    port: int | None  # k of the AXI4 master weights<k> of a sequential stage
+    acc_bits: int
+    weight_bits: int  # the multipliers' weight width: the widest of the stage's layers
+    start_bits: int  # row-table fields
+    count_bits: int
+    addresses: int  # accumulator entries per PE: the widest layer's local addresses
+    memories: tuple[Memory, ...]
+
+    @property
+    def name(self) -> str:
+        return f"stage{self.index}"
+
+    @property
+    def sequential(self) -> bool:
+        return self.port is not None
+
+    @property
+    def last(self) -> bool:
+        """The model's last stage: drains dense beats to AXI4-Stream out."""
+        return isinstance(self.output, DenseOutput)
+
+    @property
+    def rows(self) -> int:
+        return sum(plan.shape.n_in for plan in self.layers)
+
+    @property
+    def bias_rows(self) -> int:
+        return sum(plan.shape.addresses for plan in self.layers)
+
+    @property
+    def row_start(self) -> np.ndarray:
+        """The stacked row table's first beats (relative to each layer's own weights)."""
+        return np.concatenate([plan.layout.row_start for plan in self.layers])
+
+    @property
+    def row_beats(self) -> np.ndarray:
+        return np.concatenate([plan.layout.row_beats for plan in self.layers])
+
+    @property
+    def bias(self) -> np.ndarray:
+        """(bias_rows, P): the stacked bias tables of the layers."""
+        return np.concatenate([plan.bias for plan in self.layers])
+
+    @property
+    def max_burst(self) -> int:
+        """The longest read a row of a sequential stage asks for, in beats."""
+        longest = max(plan.shape.max_row_beats for plan in self.layers)
+        return min(MAX_BURST_BEATS, max(1, longest))
+
+    @cached_property
+    def offchip_image(self) -> bytes:
+        """A sequential stage's weight image: every layer's beats at its 4 KB-aligned base, each
+        beat P little-endian 32-bit slots (OFFCHIP_SLOT)."""
+        size = max(plan.offchip_base + plan.offchip_bytes for plan in self.layers)
+        image = np.zeros(size // OFFCHIP_SLOT_BYTES, dtype="<u4")
+        for plan in self.layers:
+            words = plan.layout.slot_words(OFFCHIP_SLOT).astype(np.uint32).reshape(-1)
+            start = plan.offchip_base // OFFCHIP_SLOT_BYTES
+            image[start : start + words.size] = words
+        return image.tobytes()
+
+    @property
+    def image_beats(self) -> int:
+        return len(self.offchip_image) // (OFFCHIP_SLOT_BYTES * self.pes)
+
+
+@dataclass(frozen=True, eq=False)
+class EnginePlan:
+    model: Model
+    board: Board
+    channels: tuple[Channel, ...]  # channels[s] feeds stage s; channels[0] comes from the reader
+    stages: tuple[StagePlan, ...]
+    interface: Interface
+
+    @property
+    def top(self) -> str:
+        """The HLS top function and the RTL top module."""
+        return f"{self.model.name}_top"
+
+    @property
+    def core(self) -> str:
+        """The RTL core with ap_ctrl_hs pins that the top wraps."""
+        return f"{self.model.name}_core"
+
+    @property
+    def in_lanes(self) -> int:
+        return self.channels[0].lanes
+
+    @property
+    def out_lanes(self) -> int:
+        return self.stages[-1].pes
+
+    @property
+    def sequential(self) -> list[StagePlan]:
+        return [stage for stage in self.stages if stage.sequential]
+
+    @property
+    def reader_memories(self) -> list[Memory]:
+        return reader_memories(self.channels[0])
+
+    def layer(self, index: int) -> LayerPlan:
+        stage = self.stages[self.model.layers[index].schedule.stage]
+        return next(plan for plan in stage.layers if plan.index == index)
+
+
+def plan_engine(model: Model, board: Board) -> EnginePlan:
+    """The engine of a quantized, scheduled model on `board`."""
+    schedule = model.schedule
+    if schedule is None or not model.quantized:
+        raise ValueError("plan a quantized, scheduled model")
+    channels = [Channel(schedule.in_lanes, model.in_features)]
+    stages = []
+    port = 0
+    for number, stage in enumerate(schedule.stages):
+        output = stage_output(model, stage.layers[-1], stage.pes)
+        layer_plans = _layer_plans(model, stage.layers, stage.pes)
+        sequential = stage.mode != DATAFLOW
+        if sequential:
+            shape = SequentialShape(stage.pes)
+            for plan in layer_plans:
+                shape = shape.then(plan.shape)
+            memories, loop = sequential_memories(shape, output), shape.loop
+        else:
+            (plan,) = layer_plans
+            shape, memories, loop = plan.shape, dataflow_memories(plan.shape, output), None
+        stages.append(
+            StagePlan(
+                index=number,
+                mode=stage.mode,
+                pes=stage.pes,
+                layers=layer_plans,
+                input=channels[-1],
+                output=output,
+                loop=loop,
+                port=port if sequential else None,
+                acc_bits=shape.acc_bits,
+                weight_bits=shape.weight_bits,
+                start_bits=shape.start_bits,
+                count_bits=shape.count_bits,
+                addresses=shape.addresses,
+                memories=tuple(memories),
+            )
+        )
+        port += sequential
+        if isinstance(output, Channel):
+            channels.append(output)
+    stages = tuple(stages)
+    return EnginePlan(model, board, tuple(channels), stages, plan_interface(stages, channels[0], board))
+
+
+def _layer_plans(model: Model, indices: tuple[int, ...], pes: int) -> tuple[LayerPlan, ...]:
+    """The layers of one stage: layouts, and offsets in the stage's stacked tables and image."""
+    plans = []
+    rows = bias = base = 0
+    for index in indices:
+        layer = model.layers[index]
+        layout = lane_layout(layer.numerics.weights_q, pes)
+        shape = layer_shape(layer, pes, layout.row_beats)
+        plans.append(LayerPlan(index, layer, shape, layout, rows, bias, base))
+        rows += shape.n_in
+        bias += shape.addresses
+        base += ceil_div(shape.beats * pes * OFFCHIP_SLOT_BYTES, AXI_PAGE) * AXI_PAGE
+    return tuple(plans)
