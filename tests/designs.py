@@ -80,6 +80,8 @@ MLPS = {
     "sequential_end": ([64, 200, 10, 3], [FLOOR, RELU, NONE], "w16a16", (df(0, 16), df(1, 4), seq((2,), 1)), 4),
     # a sequential stage first, then dataflow with P = 8
     "sequential_first": ([257, 33, 65, 17], [RELU, FLOOR, NONE], "w8a16", (seq((0, 1), 2), df(2, 8)), 16),
+    # 4-bit weights and 8-bit activations: accumulators narrower than a product, in both modes
+    "narrow_w4a8": ([48, 70, 20, 6], [RELU, CLIP, NONE], "w4a8", (df(0, 8), seq((1,), 4), df(2, 2)), 16),
 }
 
 

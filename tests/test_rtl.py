@@ -9,10 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from designs import MLPS, lint, mlp_design
+from designs import MLPS, NONE, RELU, lint, mlp_design, pruned_mlp
 from plan_checks import check_design_follows_plan
 
 from fpgagen.examples.graphchallenge import draw_images
+from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.manifest import read_manifest
 
 SIMULATORS = ["icarus", "verilator"]
@@ -174,3 +175,24 @@ def test_yosys_synthesizes_without_latches(case, tmp_path, run_cli):
     assert report["dsp"] == sum(stage["pes"] for stage in stages)  # one DSP48E2 per lane
     assert report["lut"] > 0 and report["ff"] > 0
     assert set(report["estimate"]) >= {"dsp", "bram", "lut", "ff"}
+
+
+def test_a_board_profile_of_ones_own_compiles_and_verifies(tmp_path, run_cli):
+    """A .yaml board whose name no built-in has, through compile, csim and RTL simulation."""
+    board = tmp_path / "my.yaml"
+    board.write_text(
+        "name: lab-card-7\npart: xcvu9p-flga2104-2-i\ndsp: 6840\nbram36: 2160\nuram: 960\nlut: 1182240\n"
+        "ff: 2364480\nmemory: DDR4\nchannels: 2\nchannel_gbps: 19.2\nclock_mhz: 250\nsource: our lab's card\n"
+    )
+    model = tmp_path / "mlp.onnx"
+    write_onnx(pruned_mlp("lab", [30, 24, 8], [RELU, NONE], seed=5), model)
+    outdir = tmp_path / "design"
+    compiled = run_cli("compile", model, "-o", outdir, "--board", board, "--schedule", "sequential", "--vectors", 4)
+    assert compiled.exit_code == 0, compiled.stderr
+    manifest = read_manifest(outdir)
+    assert manifest["board"]["name"] == "lab-card-7" and manifest["board"]["clock_mhz"] == 250
+    assert "set_part xcvu9p-flga2104-2-i" in (outdir / "hls" / "run_hls.tcl").read_text()
+    assert "create_clock -period 4.000" in (outdir / "hls" / "run_hls.tcl").read_text()
+    check_design_follows_plan(outdir)
+    assert run_cli("csim", outdir).exit_code == 0
+    simulate(run_cli, outdir, "verilator")
