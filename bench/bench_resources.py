@@ -1,7 +1,8 @@
 """The cost model's resource estimates against Yosys synthesis (`synth_xilinx -family xcup`).
 
-Synthesizes seven designs (3 layers of Graph Challenge 1024 all-dataflow with 8 and 16 PEs and
-all-sequential with 16; the four pruned MLPs of the tests that mix the modes and lane counts),
+Synthesizes ten designs (3 layers of Graph Challenge 1024 all-dataflow with 8 and 16 PEs and
+all-sequential with 16 at w8a16, all-dataflow with 16 PEs at w4a8 and w16a16; the five pruned MLPs
+of the tests that mix the modes, lane counts and precisions, w4a8 to w16a16),
 prints estimate / Yosys per resource, and refits the logic constants of
 fpgagen/schedule/cost_model.py (LUT and FF per lane and accumulator bit, per stage, per
 sequential stage) by non-negative least squares, so a change to the RTL can be followed by a
@@ -34,18 +35,21 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 from designs import mlp_design
 
-GC_CONFIGS = [("dataflow", 8), ("dataflow", 16), ("sequential", 16)]
-MLP_CASES = ["dataflow_only", "sequential_only", "sequential_first", "sequential_middle"]
+GC_CONFIGS = [
+    ("dataflow", 8, "w8a16"), ("dataflow", 16, "w8a16"), ("sequential", 16, "w8a16"),
+    ("dataflow", 16, "w4a8"), ("dataflow", 16, "w16a16"),
+]  # fmt: skip
+MLP_CASES = ["dataflow_only", "sequential_only", "sequential_first", "sequential_middle", "narrow_w4a8"]
 
 
 def gc_designs(work: Path) -> list[Path]:
     write_onnx(network(1024, 3), work / "gc1024x3.onnx")
     np.save(work / "images.npy", draw_images(1024, 8, np.random.default_rng(1)).toarray().astype(np.float32))
     folders = []
-    for policy, pes in GC_CONFIGS:
-        outdir = work / f"gc_{policy}_{pes}"
+    for policy, pes, precision in GC_CONFIGS:
+        outdir = work / f"gc_{policy}_{pes}_{precision}"
         args = ["compile", work / "gc1024x3.onnx", "-o", outdir, "--schedule", policy, "--pes", pes,
-                "--calib", work / "images.npy", "--vectors", 2]  # fmt: skip
+                "--precision", precision, "--calib", work / "images.npy", "--vectors", 2]  # fmt: skip
         result = CliRunner().invoke(app, [str(a) for a in args])
         if result.exit_code != 0:
             sys.exit(f"compile failed: {result.stderr}")

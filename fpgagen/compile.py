@@ -91,7 +91,7 @@ def write_design(
     the cost model's estimate here, with the activity of `inputs`."""
     if model.schedule.estimate is None:
         cost = CostModel(model, board, Activity.from_calibration(model, inputs))
-        estimate = cost.estimate(model.schedule.stages, DEFAULT_BATCH)
+        estimate = cost.estimate(model.schedule.stages, DEFAULT_BATCH, model.schedule.in_lanes)
         model = replace(model, schedule=replace(model.schedule, estimate=estimate))
     step("planning the engine")
     plan = plan_engine(model, board)

@@ -85,12 +85,17 @@ MLPS = {
 }
 
 
-def mlp_design(case: str, outdir: Path, count: int = 12) -> Path:
-    """Compile the MLPS case `case` into `outdir` with `count` test vectors."""
+def mlp_model(case: str) -> Model:
+    """The quantized, scheduled model of the MLPS case `case`."""
     sizes, activations, precision, stages, in_lanes = MLPS[case]
     model = pruned_mlp(case, sizes, activations, seed=len(case))
     calib = np.random.default_rng(2).uniform(-1, 1, (16, sizes[0]))
-    design = scheduled(model, precision, stages, in_lanes, calib)
+    return scheduled(model, precision, stages, in_lanes, calib)
+
+
+def mlp_design(case: str, outdir: Path, count: int = 12) -> Path:
+    """Compile the MLPS case `case` into `outdir` with `count` test vectors."""
+    design = mlp_model(case)
     return compile_design(design, outdir, default_inputs(design, count=count, seed=1))
 
 

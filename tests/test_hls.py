@@ -81,7 +81,7 @@ def mixed_design(tmp_path):
 def _flip_first_valid_slot(header: Path) -> None:
     """Change the weight of the first valid ROM slot of a dataflow layer's header."""
     text = header.read_text()
-    start = text.index("rom[cfg::BEATS][cfg::LANES] = {")
+    start = text.index("rom[cfg::BEATS][cfg::PES] = {")
     for match in re.finditer(r"0x([0-9a-f]+)", text[start:]):
         if int(match[1], 16):
             at = start + match.start()
@@ -92,7 +92,7 @@ def _flip_first_valid_slot(header: Path) -> None:
 
 
 def test_corrupted_weight_header_is_reported(mixed_design, run_cli):
-    _flip_first_valid_slot(mixed_design / "hls" / "weights" / "fc0.h")
+    _flip_first_valid_slot(mixed_design / "hls" / "weights" / "stage0.h")  # layer fc0
     result = run_cli("csim", mixed_design)
     assert result.exit_code == 1
     assert "layer fc0" in result.stderr
@@ -227,7 +227,7 @@ def test_emitting_twice_gives_identical_files(tmp_path):
     first = {p.relative_to(tmp_path / "a"): p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()}
     second = {p.relative_to(tmp_path / "b"): p.read_bytes() for p in (tmp_path / "b").rglob("*") if p.is_file()}
     assert first.keys() == second.keys() and first == second
-    assert Path("weights0.bin") in first and Path("hls/weights/fc0.h") in first and Path("rtl/twice_top.v") in first
+    assert Path("weights0.bin") in first and Path("hls/weights/stage0.h") in first and Path("rtl/twice_top.v") in first
 
 
 def test_output_grows_with_nonzeros_not_dense_size(tmp_path):
@@ -238,7 +238,7 @@ def test_output_grows_with_nonzeros_not_dense_size(tmp_path):
     weights[np.arange(4096), rng.permutation(4096)] = rng.uniform(0.5, 1.0, 4096)
     model = Model("wide", (Layer("big", "big", sparse_weights(weights), np.zeros(4096), RELU),), "x", "y", (4096,))
     emit_hls(plan_engine(scheduled(model, "w8a16", (df(0, 4),), 16), load_board("u280")), tmp_path / "hls")
-    assert (tmp_path / "hls" / "weights" / "big.h").stat().st_size < 400_000
+    assert (tmp_path / "hls" / "weights" / "stage0.h").stat().st_size < 400_000
 
 
 def test_array_initializers_round_trip():

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from designs import MLPS, NONE, RELU, lint, mlp_design, pruned_mlp
-from plan_checks import check_design_follows_plan
+from designs import MLPS, NONE, RELU, lint, mlp_design, mlp_model, pruned_mlp
+from plan_checks import check_design_follows_plan, check_rtl_memories_are_the_plan
 
 from fpgagen.examples.graphchallenge import draw_images
 from fpgagen.frontend.onnx_writer import write_onnx
@@ -37,6 +37,7 @@ def simulate(run_cli, outdir: Path, simulator: str, *options) -> dict:
 def mlp(request, tmp_path_factory):
     outdir = mlp_design(request.param, tmp_path_factory.mktemp("rtl") / request.param, count=8)
     lint(outdir)
+    check_rtl_memories_are_the_plan(outdir, check_design_follows_plan(outdir, mlp_model(request.param)))
     return outdir
 
 
@@ -81,7 +82,7 @@ def gc_design(request, gc_model, gc_images, tmp_path_factory):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.stderr
     lint(outdir)
-    check_design_follows_plan(outdir)
+    check_rtl_memories_are_the_plan(outdir, check_design_follows_plan(outdir))
     return outdir
 
 

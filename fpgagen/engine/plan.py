@@ -28,6 +28,7 @@ from .geometry import (
     Output,
     SequentialShape,
     accumulator_bits,
+    bits_for,
     ceil_div,
     dataflow_memories,
     reader_memories,
@@ -140,8 +141,18 @@ class StagePlan:
         return isinstance(self.output, DenseOutput)
 
     @property
+    def local_bits(self) -> int:
+        """The local address field of the slots the PEs take: as wide as `addresses` needs."""
+        return bits_for(self.addresses - 1)
+
+    @property
     def rows(self) -> int:
         return sum(plan.shape.n_in for plan in self.layers)
+
+    def memory(self, role: str) -> Memory:
+        """The stage's memory that holds `role` (fpgagen.engine.geometry names them)."""
+        (found,) = [memory for memory in self.memories if memory.role == role]
+        return found
 
     @property
     def bias_rows(self) -> int:

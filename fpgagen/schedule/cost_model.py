@@ -431,16 +431,17 @@ class CostModel:
     def is_last(self, index: int) -> bool:
         return index == len(self.layers) - 1
 
-    def reader_channel(self) -> Channel:
+    def reader_channel(self, lanes: int | None = None) -> Channel:
+        """The input reader's channel: `lanes` lanes (by default the engine's choice, `in_lanes`)."""
         n_in = self.model.in_features
-        return Channel(in_lanes(n_in), n_in)
+        return Channel(in_lanes(n_in) if lanes is None else lanes, n_in)
 
-    def reader_memories(self) -> list[Memory]:
-        return reader_memories(self.reader_channel())
+    def reader_memories(self, lanes: int | None = None) -> list[Memory]:
+        return reader_memories(self.reader_channel(lanes))
 
-    def reader(self) -> ReaderCost:
-        channel = self.reader_channel()
-        return ReaderCost(channel.lanes, channel.lane_depth, total(self.reader_memories()) + READER_LOGIC)
+    def reader(self, lanes: int | None = None) -> ReaderCost:
+        channel = self.reader_channel(lanes)
+        return ReaderCost(channel.lanes, channel.lane_depth, total(reader_memories(channel)) + READER_LOGIC)
 
     def compute(self, index: int, pes: int, mode: str) -> tuple[float, str]:
         """Compute cycles of one layer on P lanes in `mode`, and which term dominates them."""
@@ -541,8 +542,10 @@ class CostModel:
             memory_bound = bandwidth / offchip
         return Roofline(macs, compute_bound, offchip, memory_bound)
 
-    def estimate(self, stages: tuple[Stage, ...], batch: int) -> DesignEstimate:
-        reader = self.reader()
+    def estimate(self, stages: tuple[Stage, ...], batch: int, in_lanes: int | None = None) -> DesignEstimate:
+        """The figures of a design of `stages` (and a reader of `in_lanes` lanes, by default the
+        engine's choice) over a batch."""
+        reader = self.reader(in_lanes)
         lanes_in = reader.lanes
         layer_estimates: list[LayerEstimate] = []
         stage_estimates: list[StageEstimate] = []

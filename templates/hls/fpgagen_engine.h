@@ -146,8 +146,8 @@ inline void clear_history(unsigned address[FORWARD][P], ap_int<ACC> sum[FORWARD]
 }
 
 // One beat: every lane with a valid slot adds x * w into its accumulator at the slot's address.
-template <int P, int DEPTH, int ACC, int WB, int LB, class Word>
-inline void multiply_accumulate(ap_int<ACC> acc[P][DEPTH], unsigned fwd_address[FORWARD][P],
+template <int P, int ADDRESSES, int ACC, int WB, int LB, class Word>
+inline void multiply_accumulate(ap_int<ACC> acc[P][ADDRESSES], unsigned fwd_address[FORWARD][P],
                                 ap_int<ACC> fwd_sum[FORWARD][P], bool fwd_valid[FORWARD][P], const Word slots[P],
                                 act_t x) {
 #pragma HLS INLINE
@@ -197,7 +197,7 @@ inline act_t requantize(ap_int<ACC> acc, Bias bias, int shift, int lo, int hi) {
 // the model's output stream (dense: one beat of P values per local address, TLAST on the last).
 
 template <int P, class Item>
-inline void emit(Item held[P], bool holding[P], const act_t y[P], unsigned address, unsigned /* depth */, unsigned n_out,
+inline void emit(Item held[P], bool holding[P], const act_t y[P], unsigned address, unsigned /* addresses */, unsigned n_out,
                  hls::stream<Item> (&lanes)[P], hls::stream<ap_uint<P> >& /* mask: written at the end */) {
 #pragma HLS INLINE
     for (int p = 0; p < P; ++p) {
@@ -217,7 +217,7 @@ inline void finish(Item held[P], bool holding[P], hls::stream<Item> (&lanes)[P],
 
 template <int P, class Item, class Beat>
 inline void emit(Item* /* held: a dense output writes every value at once */, bool* /* holding */, const act_t y[P],
-                 unsigned address, unsigned depth, unsigned /* n_out */, hls::stream<Beat>& out) {
+                 unsigned address, unsigned addresses, unsigned /* n_out */, hls::stream<Beat>& out) {
 #pragma HLS INLINE
     Beat beat;
     for (int p = 0; p < P; ++p) {
@@ -226,16 +226,16 @@ inline void emit(Item* /* held: a dense output writes every value at once */, bo
     }
     beat.keep = -1;
     beat.strb = -1;
-    beat.last = address + 1 == depth ? 1 : 0;
+    beat.last = address + 1 == addresses ? 1 : 0;
     out.write(beat);
 }
 
 template <int P, class Item, class Beat>
 inline void finish(Item* /* held */, bool* /* holding */, hls::stream<Beat>& /* out: TLAST has ended the vector */) {}
 
-// Drain one local address of a bank in all lanes: requantize, clear, and emit the outputs.
-template <int P, int DEPTH, int ACC, class Bias, class Item, class... Out>
-inline void drain_address(ap_int<ACC> acc[P][DEPTH], const Bias bias[P][DEPTH], unsigned address, unsigned n_out, int shift,
+// Drain one local address of a bank in all PEs: requantize, clear, and emit the outputs.
+template <int P, int ADDRESSES, int ACC, class Bias, class Item, class... Out>
+inline void drain_address(ap_int<ACC> acc[P][ADDRESSES], const Bias bias[P][ADDRESSES], unsigned address, unsigned n_out, int shift,
                           int lo, int hi, Item held[P], bool holding[P], Out&... out) {
     act_t y[P];
 #pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
@@ -245,7 +245,7 @@ inline void drain_address(ap_int<ACC> acc[P][DEPTH], const Bias bias[P][DEPTH], 
         y[p] = exists ? requantize<ACC>(acc[p][address], bias[p][address], shift, lo, hi) : act_t(0);
         acc[p][address] = 0;
     }
-    emit<P>(held, holding, y, address, DEPTH, n_out, out...);
+    emit<P>(held, holding, y, address, ADDRESSES, n_out, out...);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -276,7 +276,7 @@ void read_input(hls::stream<Beat>& x_in, hls::stream<Item> (&lanes)[K], hls::str
 }
 
 // ---------------------------------------------------------------------------------------------
-// Dataflow stage: one layer on its own P lanes, weights in on-chip ROM. Two processes: the row
+// Dataflow stage: one layer on its own P PEs, weights in on-chip ROM. Two processes: the row
 // reader turns activations into row tasks (the row table lookup), the compute-and-drain process
 // issues the beats into one accumulator bank while it drains the other (the banks swap every
 // vector, so a stage's interval is max(compute, drain), docs/engine.md).
@@ -317,11 +317,11 @@ void read_rows(hls::stream<Item> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::
 // per iteration. `fill` receives this vector's sums, `empty` holds the previous vector's.
 template <class Cfg, class... Out>
 void compute_and_drain(hls::stream<typename Cfg::task_t>& tasks, bool computing, bool draining,
-                       ap_int<Cfg::ACC_BITS> fill[Cfg::LANES][Cfg::DEPTH], ap_int<Cfg::ACC_BITS> empty[Cfg::LANES][Cfg::DEPTH],
-                       const typename Cfg::word_t rom[Cfg::BEATS][Cfg::LANES],
-                       const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH], Out&... out) {
+                       ap_int<Cfg::ACC_BITS> fill[Cfg::PES][Cfg::ADDRESSES], ap_int<Cfg::ACC_BITS> empty[Cfg::PES][Cfg::ADDRESSES],
+                       const typename Cfg::word_t rom[Cfg::BEATS][Cfg::PES],
+                       const typename Cfg::bias_t bias[Cfg::PES][Cfg::ADDRESSES], Out&... out) {
 #pragma HLS INLINE
-    const int P = Cfg::LANES;
+    const int P = Cfg::PES;
     typename drain_item<Out...>::type held[P];
     bool holding[P];
 #pragma HLS ARRAY_PARTITION variable=held type=complete dim=1
@@ -351,15 +351,15 @@ void compute_and_drain(hls::stream<typename Cfg::task_t>& tasks, bool computing,
                 x = task.x;
             }
             if (beats_left != 0) {
-                multiply_accumulate<P, Cfg::DEPTH, Cfg::ACC_BITS, Cfg::WEIGHT_BITS, Cfg::LOCAL_BITS>(
+                multiply_accumulate<P, Cfg::ADDRESSES, Cfg::ACC_BITS, Cfg::WEIGHT_BITS, Cfg::LOCAL_BITS>(
                     fill, fwd_address, fwd_sum, fwd_valid, rom[beat], x);
                 ++beat;
                 --beats_left;
             }
         }
         if (!drain_done) {
-            if (address < unsigned(Cfg::DEPTH)) {
-                drain_address<P, Cfg::DEPTH, Cfg::ACC_BITS>(empty, bias, address, Cfg::N_OUT, Cfg::SHIFT, Cfg::LO, Cfg::HI,
+            if (address < unsigned(Cfg::ADDRESSES)) {
+                drain_address<P, Cfg::ADDRESSES, Cfg::ACC_BITS>(empty, bias, address, Cfg::N_OUT, Cfg::SHIFT, Cfg::LO, Cfg::HI,
                                                             held, holding, out...);
                 ++address;
             } else {
@@ -372,11 +372,11 @@ void compute_and_drain(hls::stream<typename Cfg::task_t>& tasks, bool computing,
 
 template <class Cfg, class... Out>
 void compute_and_drain_batch(hls::stream<typename Cfg::task_t>& tasks, int batch,
-                             const typename Cfg::word_t rom[Cfg::BEATS][Cfg::LANES],
-                             const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH], Out&... out) {
+                             const typename Cfg::word_t rom[Cfg::BEATS][Cfg::PES],
+                             const typename Cfg::bias_t bias[Cfg::PES][Cfg::ADDRESSES], Out&... out) {
     // Zero at configuration; every drain clears what it reads, so they stay zero between vectors.
-    static ap_int<Cfg::ACC_BITS> bank0[Cfg::LANES][Cfg::DEPTH];
-    static ap_int<Cfg::ACC_BITS> bank1[Cfg::LANES][Cfg::DEPTH];
+    static ap_int<Cfg::ACC_BITS> bank0[Cfg::PES][Cfg::ADDRESSES];
+    static ap_int<Cfg::ACC_BITS> bank1[Cfg::PES][Cfg::ADDRESSES];
 #pragma HLS ARRAY_PARTITION variable=bank0 type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=bank1 type=complete dim=1
     for (int v = 0; v <= batch; ++v) {
@@ -393,8 +393,8 @@ template <class Cfg, class Item, class... Out>
 void dataflow_layer(hls::stream<Item> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
                     int batch, const typename Cfg::start_t row_start[Cfg::N_IN],
                     const typename Cfg::beats_t row_beats[Cfg::N_IN],
-                    const typename Cfg::word_t rom[Cfg::BEATS][Cfg::LANES],
-                    const typename Cfg::bias_t bias[Cfg::LANES][Cfg::DEPTH], Out&... out) {
+                    const typename Cfg::word_t rom[Cfg::BEATS][Cfg::PES],
+                    const typename Cfg::bias_t bias[Cfg::PES][Cfg::ADDRESSES], Out&... out) {
 #pragma HLS DATAFLOW
     hls::stream<typename Cfg::task_t> tasks("tasks");
 #pragma HLS STREAM variable=tasks depth=Cfg::TASK_DEPTH
@@ -403,7 +403,7 @@ void dataflow_layer(hls::stream<Item> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<
 }
 
 // ---------------------------------------------------------------------------------------------
-// Sequential stage: a run of layers on one shared engine of P lanes. Row tables, biases and the
+// Sequential stage: a run of layers on one shared engine of P PEs. Row tables, biases and the
 // per-layer parameters stay on chip; weight beats stream from off-chip memory through an AXI4
 // master, one burst per row with beats. Each vector goes through the layers one after another:
 // the stage's input channel feeds the first, loop-back lanes the others, and the last drains to
@@ -415,7 +415,7 @@ struct seq_layer {
     unsigned bias;  // first local address of the layer in the stage's bias table
     unsigned base;  // first beat of the layer in the off-chip image (4 KB aligned)
     unsigned n_out;
-    unsigned depth;  // ceil(n_out / P): local addresses per lane
+    unsigned addresses;  // ceil(n_out / P): local addresses per PE
     int shift;
     int lo;
     int hi;
@@ -424,10 +424,10 @@ struct seq_layer {
 // Compute one layer of a sequential stage from a channel of `B` lanes into the accumulator.
 template <class Cfg, int B, class Item>
 void seq_compute(hls::stream<Item> (&in)[B], hls::stream<ap_uint<B> >& in_mask,
-                 ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH], const typename Cfg::beat_t* weights,
+                 ap_int<Cfg::ACC_BITS> acc[Cfg::PES][Cfg::ADDRESSES], const typename Cfg::beat_t* weights,
                  const seq_layer& layer, const typename Cfg::start_t row_start[Cfg::ROWS],
                  const typename Cfg::beats_t row_beats[Cfg::ROWS]) {
-    const int P = Cfg::LANES;
+    const int P = Cfg::PES;
     unsigned fwd_address[FORWARD][P];
     ap_int<Cfg::ACC_BITS> fwd_sum[FORWARD][P];
     bool fwd_valid[FORWARD][P];
@@ -457,34 +457,34 @@ void seq_compute(hls::stream<Item> (&in)[B], hls::stream<ap_uint<B> >& in_mask,
 #pragma HLS UNROLL
                 slots[p] = beat.range(SLOT * p + SLOT - 1, SLOT * p).to_uint();
             }
-            multiply_accumulate<P, Cfg::MAX_DEPTH, Cfg::ACC_BITS, Cfg::SLOT_WEIGHT_BITS, Cfg::SLOT_LOCAL_BITS>(
+            multiply_accumulate<P, Cfg::ADDRESSES, Cfg::ACC_BITS, Cfg::SLOT_WEIGHT_BITS, Cfg::SLOT_LOCAL_BITS>(
                 acc, fwd_address, fwd_sum, fwd_valid, slots, entry.value);
         }
     }
 }
 
 template <class Cfg, class... Out>
-void seq_drain(ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH], const typename Cfg::bias_t bias[Cfg::LANES][Cfg::BIAS_DEPTH],
+void seq_drain(ap_int<Cfg::ACC_BITS> acc[Cfg::PES][Cfg::ADDRESSES], const typename Cfg::bias_t bias[Cfg::PES][Cfg::BIAS_ROWS],
                const seq_layer& layer, Out&... out) {
-    typename drain_item<Out...>::type held[Cfg::LANES];
-    bool holding[Cfg::LANES];
+    typename drain_item<Out...>::type held[Cfg::PES];
+    bool holding[Cfg::PES];
 #pragma HLS ARRAY_PARTITION variable=held type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=holding type=complete dim=1
-    clear_held<Cfg::LANES>(held, holding);
-    for (unsigned a = 0; a < layer.depth; ++a) {
+    clear_held<Cfg::PES>(held, holding);
+    for (unsigned a = 0; a < layer.addresses; ++a) {
 #pragma HLS PIPELINE II=1
-        act_t y[Cfg::LANES];
+        act_t y[Cfg::PES];
 #pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
-        for (int p = 0; p < Cfg::LANES; ++p) {
+        for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
-            const bool exists = a * Cfg::LANES + p < layer.n_out;
+            const bool exists = a * Cfg::PES + p < layer.n_out;
             y[p] = exists ? requantize<Cfg::ACC_BITS>(acc[p][a], bias[p][layer.bias + a], layer.shift, layer.lo, layer.hi)
                           : act_t(0);
             acc[p][a] = 0;
         }
-        emit<Cfg::LANES>(held, holding, y, a, layer.depth, layer.n_out, out...);
+        emit<Cfg::PES>(held, holding, y, a, layer.addresses, layer.n_out, out...);
     }
-    finish<Cfg::LANES>(held, holding, out...);
+    finish<Cfg::PES>(held, holding, out...);
 }
 
 // Runs the stage's layers for `batch` vectors. `loop`, `loop_mask`: the loop-back channel, declared
@@ -492,12 +492,12 @@ void seq_drain(ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH], const type
 // output stream.
 template <class Cfg, class Item, class LoopItem, class... Out>
 void sequential_stage(hls::stream<Item> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
-                      hls::stream<LoopItem> (&loop)[Cfg::LANES], hls::stream<ap_uint<Cfg::LANES> >& loop_mask,
+                      hls::stream<LoopItem> (&loop)[Cfg::PES], hls::stream<ap_uint<Cfg::PES> >& loop_mask,
                       const typename Cfg::beat_t* weights, int batch,
                       const seq_layer layers[Cfg::LAYERS], const typename Cfg::start_t row_start[Cfg::ROWS],
                       const typename Cfg::beats_t row_beats[Cfg::ROWS],
-                      const typename Cfg::bias_t bias[Cfg::LANES][Cfg::BIAS_DEPTH], Out&... out) {
-    static ap_int<Cfg::ACC_BITS> acc[Cfg::LANES][Cfg::MAX_DEPTH];
+                      const typename Cfg::bias_t bias[Cfg::PES][Cfg::BIAS_ROWS], Out&... out) {
+    static ap_int<Cfg::ACC_BITS> acc[Cfg::PES][Cfg::ADDRESSES];
 #pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=bias type=complete dim=1
     for (int v = 0; v < batch; ++v) {

@@ -100,7 +100,7 @@ class DataflowStage(_Output):
     layer_index: int
     name: str  # the layer's name
     namespace: str
-    header: str  # weights/<layer>.h
+    header: str  # weights/stage<s>.h
     in_channel: ChannelView
     out_channel: ChannelView | None  # None: the model's output stream
     pes: int
@@ -142,7 +142,7 @@ class SequentialLayer:
 class SequentialStage(_Output):
     number: int
     namespace: str
-    header: str  # weights/seq<k>.tables.h
+    header: str  # weights/stage<s>.h
     in_channel: ChannelView
     out_channel: ChannelView | None
     loop: ChannelView | None  # declared inside the stage
@@ -175,7 +175,7 @@ class SequentialStage(_Output):
         return int(self.tables.row_start.size)
 
     @property
-    def bias_depth(self) -> int:
+    def bias_rows(self) -> int:
         return int(self.tables.bias.shape[1])
 
 
@@ -187,6 +187,8 @@ class Design:
     guard: str
     in_lanes: int
     out_lanes: int
+    in_bits: int  # of an AXI4-Stream input beat
+    out_bits: int
     n_in: int
     part: str
     clock_period_ns: str
@@ -204,7 +206,7 @@ class Design:
 def plan_design(plan: EnginePlan) -> Design:
     """The C++ side of an engine plan."""
     model = plan.model
-    channels = [channel_view(f"c{number}", channel) for number, channel in enumerate(plan.channels)]
+    channels = [channel_view(f"ch{number}", channel) for number, channel in enumerate(plan.channels)]
     stages: list[DataflowStage | SequentialStage] = []
     for stage in plan.stages:
         out_channel = None if stage.last else channels[stage.index + 1]
@@ -220,6 +222,8 @@ def plan_design(plan: EnginePlan) -> Design:
         guard=f"{model.name.upper()}_TOP_H",
         in_lanes=plan.in_lanes,
         out_lanes=plan.out_lanes,
+        in_bits=plan.interface.in_bits,
+        out_bits=plan.interface.out_bits,
         n_in=model.in_features,
         part=plan.board.part,
         clock_period_ns=f"{clock_period(plan.board.clock_mhz):.3f}",
@@ -243,13 +247,12 @@ def _dataflow_stage(stage: StagePlan, in_channel: ChannelView, out_channel: Chan
     layer, numerics, shape = plan.layer, plan.layer.numerics, plan.shape
     slot = shape.slot
     word_type, word_np = ("uint32_t", np.uint32) if slot.width <= 32 else ("uint64_t", np.uint64)
-    (weights,) = [memory for memory in stage.memories if memory.role == "weights"]
     return DataflowStage(
         number=stage.index,
         layer_index=plan.index,
         name=layer.name,
-        namespace=f"layer_{layer.name}",
-        header=f"weights/{layer.name}.h",
+        namespace=stage.name,
+        header=f"weights/{stage.name}.h",
         in_channel=in_channel,
         out_channel=out_channel,
         pes=stage.pes,
@@ -261,7 +264,7 @@ def _dataflow_stage(stage: StagePlan, in_channel: ChannelView, out_channel: Chan
         weight_bits=slot.weight_bits,
         local_bits=slot.local_bits,
         word_type=word_type,
-        rom_storage=STORAGE[weights.kind],
+        rom_storage=STORAGE[stage.memory("weights").kind],
         shift=numerics.shift,
         lo=numerics.lo_q,
         hi=numerics.hi_q,
@@ -293,8 +296,8 @@ def _sequential_stage(
     beat_bytes = port.data_bits // 8
     return SequentialStage(
         number=stage.index,
-        namespace=f"seq{stage.port}",
-        header=f"weights/seq{stage.port}.tables.h",
+        namespace=stage.name,
+        header=f"weights/{stage.name}.h",
         in_channel=in_channel,
         out_channel=out_channel,
         loop=None if stage.loop is None else channel_view("loop", stage.loop),

@@ -21,8 +21,12 @@ from ...engine.geometry import (
     VALUE_BITS,
     Channel,
 )
+from ...engine.memory import BRAM, LUTRAM, REGISTERS, Memory
 from ...templating import environment, template_bytes
 from ..memfile import hex_lines, pack_fields
+
+# The synthesis attribute (ram_style, rom_style) that puts a memory in the kind the plan chose.
+STYLES = {BRAM: "block", LUTRAM: "distributed", REGISTERS: "registers"}
 
 LIBRARY = (
     "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_resize.v", "fg_lane_reader.v", "fg_pe_array.v", "fg_df_stage.v",
@@ -43,6 +47,13 @@ def emit_rtl(plan: EnginePlan, folder: Path) -> None:
         for stage in plan.stages
     ]
     control = plan.interface.control
+    channels = [
+        {"name": f"ch{k}", "lanes": c.lanes, "item_bits": c.item_bits, "lane_depth": c.lane_depth,
+         "lane_style": style(lanes), "mask_style": style(mask)}
+        for k, c in enumerate(plan.channels)
+        for lanes, mask in [c.memories("channel")]
+    ]  # fmt: skip
+    (output_fifo,) = [m for m in plan.stages[-1].memories if m.role == "output beats"]
     context = {
         "version": __version__,
         "model": plan.model.name,
@@ -53,9 +64,11 @@ def emit_rtl(plan: EnginePlan, folder: Path) -> None:
         "in_bits": plan.interface.in_bits,
         "out_bits": plan.interface.out_bits,
         "n_in": plan.model.in_features,
-        "channels": plan.channels,
+        "channels": channels,
+        "reader_index_bits": plan.channels[0].index_bits,
         "mask_depth": MASK_DEPTH,
         "output_depth": OUTPUT_DEPTH,
+        "output_style": style(output_fifo),
         "stages": stages,
         "sequential": [stage for stage in stages if stage["port"] is not None],
         "control": control,
@@ -64,6 +77,11 @@ def emit_rtl(plan: EnginePlan, folder: Path) -> None:
     env = environment("rtl")
     for template, module in (("core.v.j2", plan.core), ("top.v.j2", plan.top)):
         (folder / f"{module}.v").write_text(env.get_template(template).render(context))
+
+
+def style(memory: Memory) -> str:
+    """The synthesis attribute value of a memory's kind, quoted for a Verilog parameter."""
+    return f'"{STYLES[memory.kind]}"'
 
 
 def _packed_addresses(words: tuple[int, ...]) -> str:
@@ -104,12 +122,15 @@ def _dataflow_stage(stage: StagePlan, memories: Path) -> dict:
     parameters = [
         ("B", stage.input.lanes), ("P", stage.pes), ("IN_IDX_W", stage.input.index_bits),
         ("OUT_IDX_W", _out_index_bits(stage)),
-        ("N_IN", layer.shape.n_in), ("N_OUT", layer.shape.n_out), ("BEATS", layer.shape.rom_beats),
+        ("N_IN", layer.shape.n_in), ("N_OUT", layer.shape.n_out), ("ADDRESSES", stage.addresses),
+        ("LOCAL_W", stage.local_bits), ("BEATS", layer.shape.rom_beats),
         ("START_W", stage.start_bits), ("CNT_W", stage.count_bits), ("W_BITS", stage.weight_bits),
         ("ACC_W", stage.acc_bits), ("SHIFT", layer.shift), ("LO", layer.lo), ("HI", layer.hi),
         ("DENSE", int(stage.last)),
         ("ROWS_FILE", f'"{files["rows"]}"'), ("ENTRIES_FILE", f'"{files["entries"]}"'),
         ("BIAS_FILE", f'"{files["bias"]}"'),
+        ("ROWS_STYLE", style(stage.memory("row table"))), ("WEIGHTS_STYLE", style(stage.memory("weights"))),
+        ("BIAS_STYLE", style(stage.memory("bias"))), ("ACC_STYLE", style(stage.memory("accumulators"))),
     ]  # fmt: skip
     description = f"dataflow, layer {layer.name}, {stage.pes} PE(s), weights on chip"
     return _stage_context(stage, "fg_df_stage", description, parameters)
@@ -126,18 +147,31 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
         ("B", stage.input.lanes), ("P", stage.pes), ("LAYERS", len(stage.layers)),
         ("IN_IDX_W", stage.input.index_bits), ("LOOP_IDX_W", loop.index_bits if loop else 1),
         ("OUT_IDX_W", _out_index_bits(stage)),
-        ("DEPTH", stage.addresses), ("ROWS", stage.rows), ("START_W", stage.start_bits), ("CNT_W", stage.count_bits),
+        ("ADDRESSES", stage.addresses), ("LOCAL_W", stage.local_bits), ("ROWS", stage.rows), ("START_W", stage.start_bits), ("CNT_W", stage.count_bits),
         ("W_BITS", stage.weight_bits), ("ACC_W", stage.acc_bits), ("BIAS_ROWS", stage.bias_rows),
         ("LOOP_DEPTH", loop.lane_depth if loop else 1), ("MASK_DEPTH", MASK_DEPTH),
         ("REQUEST_DEPTH", REQUEST_DEPTH), ("ACTIVATION_DEPTH", ACTIVATION_DEPTH), ("MAX_BURSTS", MAX_BURSTS),
         ("DENSE", int(stage.last)),
         ("DESC_FILE", f'"{files["desc"]}"'), ("ROWS_FILE", f'"{files["rows"]}"'),
         ("BIAS_FILE", f'"{files["bias"]}"'),
+        ("DESC_STYLE", style(stage.memory("descriptors"))), ("ROWS_STYLE", style(stage.memory("row table"))),
+        ("BIAS_STYLE", style(stage.memory("bias"))), ("ACC_STYLE", style(stage.memory("accumulators"))),
+        ("REQUEST_STYLE", style(stage.memory("row requests"))),
+        ("ACTIVATION_STYLE", style(stage.memory("waiting activations"))),
+        *_loop_styles(stage),
     ]  # fmt: skip
     names = ", ".join(layer.name for layer in stage.layers)
     description = f"sequential, layers {names}, {stage.pes} PE(s), weights from gmem{stage.port}"
     port = plan.interface.ports[stage.port]
     return _stage_context(stage, "fg_seq_stage", description, parameters, port.data_bits)
+
+
+def _loop_styles(stage: StagePlan) -> list[tuple[str, str]]:
+    """The loop-back channel's kinds; a single-layer stage has none (its defaults are unused)."""
+    if stage.loop is None:
+        return []
+    return [("LOOP_STYLE", style(stage.memory("loop-back lanes"))),
+            ("LOOP_MASK_STYLE", style(stage.memory("loop-back mask")))]  # fmt: skip
 
 
 def _row_table(stage: StagePlan) -> bytes:

@@ -9,6 +9,8 @@ module fg_df_stage #(
     parameter integer OUT_IDX_W = 8,    // ... and of the output channel's
     parameter integer N_IN = 1,
     parameter integer N_OUT = 1,
+    parameter integer ADDRESSES = 1,    // local addresses of a PE: ceil(N_OUT / P)
+    parameter integer LOCAL_W = 1,      // the slot's local address field
     parameter integer BEATS = 1,        // weight ROM depth
     parameter integer START_W = 1,
     parameter integer CNT_W = 1,
@@ -20,7 +22,11 @@ module fg_df_stage #(
     parameter integer DENSE = 0,        // the model's last layer: dense beats out
     parameter ROWS_FILE = "",
     parameter ENTRIES_FILE = "",
-    parameter BIAS_FILE = ""
+    parameter BIAS_FILE = "",
+    parameter ROWS_STYLE = "block",     // memory kinds, as the engine plan chose them
+    parameter WEIGHTS_STYLE = "block",
+    parameter BIAS_STYLE = "block",
+    parameter ACC_STYLE = "block"
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -47,16 +53,14 @@ module fg_df_stage #(
     localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
     localparam integer IN_ITEM_W = 1 + IN_IDX_W + VALUE_W;  // {last, index, value}
     localparam integer OUT_ITEM_W = 1 + OUT_IDX_W + VALUE_W;
-    localparam integer DEPTH = (N_OUT + P - 1) / P;
-    localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
-    localparam integer ENTRY_W = 1 + AW + W_BITS;
+    localparam integer SLOT_W = 1 + LOCAL_W + W_BITS;  // {valid, local, weight}
     localparam integer ROW_AW = (N_IN > 1) ? $clog2(N_IN) : 1;
     localparam integer BEAT_AW = (BEATS > 1) ? $clog2(BEATS) : 1;
     localparam [31:0] SHIFT32 = SHIFT;
     localparam [31:0] LO32 = LO;
     localparam [31:0] HI32 = HI;
     localparam [31:0] N_OUT32 = N_OUT;
-    localparam [31:0] DEPTH32 = DEPTH;
+    localparam [31:0] ADDRESSES32 = ADDRESSES;
 
     // ---- lane reader -> S1 -----------------------------------------------------------------------
     wire [IN_IDX_W-1:0] r_idx;
@@ -79,7 +83,7 @@ module fg_df_stage #(
     );
 
     wire [START_W+CNT_W-1:0] row;
-    fg_rom #(.WIDTH(START_W + CNT_W), .DEPTH(N_IN), .INIT(ROWS_FILE)) u_rows (
+    fg_rom #(.WIDTH(START_W + CNT_W), .DEPTH(N_IN), .STYLE(ROWS_STYLE), .INIT(ROWS_FILE)) u_rows (
         .clk(clk), .en(s1_load), .addr(r_idx[ROW_AW-1:0]), .data(row)
     );
 
@@ -119,8 +123,8 @@ module fg_df_stage #(
         end
     end
 
-    wire [P*ENTRY_W-1:0] entries;
-    fg_rom #(.WIDTH(P * ENTRY_W), .DEPTH(BEATS), .INIT(ENTRIES_FILE)) u_entries (
+    wire [P*SLOT_W-1:0] entries;
+    fg_rom #(.WIDTH(P * SLOT_W), .DEPTH(BEATS), .STYLE(WEIGHTS_STYLE), .INIT(ENTRIES_FILE)) u_entries (
         .clk(clk), .en(beat), .addr(cur[BEAT_AW-1:0]), .data(entries)
     );
 
@@ -145,14 +149,14 @@ module fg_df_stage #(
     wire drain_waiting;
     wire drain_done;
     fg_pe_array #(
-        .P(P), .DEPTH(DEPTH), .W_BITS(W_BITS), .ACC_W(ACC_W), .IDX_W(OUT_IDX_W),
-        .BIAS_ROWS(DEPTH), .BIAS_FILE(BIAS_FILE)
+        .P(P), .ADDRESSES(ADDRESSES), .LOCAL_W(LOCAL_W), .W_BITS(W_BITS), .ACC_W(ACC_W), .IDX_W(OUT_IDX_W),
+        .BIAS_ROWS(ADDRESSES), .BIAS_FILE(BIAS_FILE), .BIAS_STYLE(BIAS_STYLE), .ACC_STYLE(ACC_STYLE)
     ) u_pes (
         .clk(clk), .rst(rst),
         .mac_valid(m0_valid), .mac_eov(m0_eov), .mac_bank(m0_bank), .mac_x(m0_x), .mac_entries(entries),
         .vector_issued(eov_issue), .issue_bank(issue_bank), .issue_ok(issue_ok),
         .cfg_shift(SHIFT32[5:0]), .cfg_lo(LO32[VALUE_W-1:0]), .cfg_hi(HI32[VALUE_W-1:0]),
-        .cfg_n_out(N_OUT32), .cfg_depth(DEPTH32), .cfg_bias_base({AW{1'b0}}), .cfg_dense(DENSE != 0),
+        .cfg_n_out(N_OUT32), .cfg_addresses(ADDRESSES32), .cfg_bias_base({LOCAL_W{1'b0}}), .cfg_dense(DENSE != 0),
         .lane_data(out_data), .lane_valid(out_valid), .lane_ready(out_ready),
         .mask_data(out_mask), .mask_valid(out_mask_valid), .mask_ready(out_mask_ready),
         .dense_data(dense_data), .dense_last(dense_last), .dense_valid(dense_valid), .dense_ready(dense_ready),

@@ -1,8 +1,12 @@
 // Synchronous FIFO with first-word fall-through: out_data is valid whenever out_valid is high.
-// DEPTH entries live in a RAM with a registered read (BRAM or LUTRAM), plus the output register.
+// DEPTH entries live in a RAM with a registered read, in the kind of block the engine plan chose
+// (STYLE: "block", "distributed", "registers"), plus the output register.
 module fg_fifo #(
     parameter integer WIDTH = 8,
-    parameter integer DEPTH = 16
+    parameter integer DEPTH = 16,
+    /* verilator lint_off UNUSEDPARAM */
+    parameter STYLE = "distributed"  // read by synthesis, through the attribute below
+    /* verilator lint_on UNUSEDPARAM */
 ) (
     input  wire             clk,
     input  wire             rst,
@@ -19,7 +23,7 @@ module fg_fifo #(
     localparam [AW-1:0] LAST = LAST32[AW-1:0];
     localparam [AW:0] FULL = FULL32[AW:0];
 
-    reg [WIDTH-1:0] mem [0:DEPTH-1];
+    (* ram_style = STYLE *) reg [WIDTH-1:0] mem [0:DEPTH-1];
     reg [AW-1:0] wr_ptr;
     reg [AW-1:0] rd_ptr;
     reg [AW:0] stored;  // entries in mem, not counting out_data

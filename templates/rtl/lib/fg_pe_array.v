@@ -8,12 +8,15 @@
 // (nonzero items through a lane writer, or dense beats), clearing each accumulator as it is read.
 module fg_pe_array #(
     parameter integer P = 1,
-    parameter integer DEPTH = 1,        // accumulator entries per lane and bank
+    parameter integer ADDRESSES = 1,    // accumulator entries per PE and bank: local addresses
+    parameter integer LOCAL_W = 1,      // the slot's local address field
     parameter integer W_BITS = 8,
     parameter integer ACC_W = 32,
     parameter integer IDX_W = 8,        // index width of the output items
     parameter integer BIAS_ROWS = 1,
-    parameter BIAS_FILE = ""
+    parameter BIAS_FILE = "",
+    parameter BIAS_STYLE = "block",     // memory kinds, as the engine plan chose them
+    parameter ACC_STYLE = "block"
 ) (
     input  wire                         clk,
     input  wire                         rst,
@@ -22,7 +25,7 @@ module fg_pe_array #(
     input  wire                         mac_eov,        // the vector ends with this cycle
     input  wire                         mac_bank,
     input  wire [VALUE_W-1:0]           mac_x,
-    input  wire [P*ENTRY_W-1:0]         mac_entries,    // per lane {valid, local, weight}
+    input  wire [P*SLOT_W-1:0]          mac_entries,    // per PE a slot {valid, local, weight}
     // bank bookkeeping for the front end
     input  wire                         vector_issued,  // the issue bank's vector has been sent
     output reg                          issue_bank,
@@ -32,7 +35,7 @@ module fg_pe_array #(
     input  wire [VALUE_W-1:0]           cfg_lo,
     input  wire [VALUE_W-1:0]           cfg_hi,
     input  wire [31:0]                  cfg_n_out,
-    input  wire [31:0]                  cfg_depth,
+    input  wire [31:0]                  cfg_addresses,
     input  wire [BIAS_AW-1:0]           cfg_bias_base,
     input  wire                         cfg_dense,
     // sparse drain output: a channel of P lanes and its mask FIFO
@@ -51,8 +54,7 @@ module fg_pe_array #(
     output wire                         drain_waiting,  // the drain is held up by full outputs
     output reg                          drain_done
 );
-    localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;  // local address width
-    localparam integer ENTRY_W = 1 + AW + W_BITS;
+    localparam integer SLOT_W = 1 + LOCAL_W + W_BITS;  // {valid, local, weight}
     localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
     localparam integer ITEM_W = 1 + IDX_W + VALUE_W;
     localparam integer PROD_W = VALUE_W + W_BITS;
@@ -97,7 +99,7 @@ module fg_pe_array #(
     reg [31:0] d2_a;
     reg        closing;         // every address drained: the lane writer ends the vector
     wire       stall;
-    wire       issue_read = draining && !closing && (a != cfg_depth) && !stall;
+    wire       issue_read = draining && !closing && (a != cfg_addresses) && !stall;
     wire       advance = !stall;
 
     // ---- per-lane datapath ---------------------------------------------------------------------
@@ -109,16 +111,16 @@ module fg_pe_array #(
     genvar g;
     generate
         for (g = 0; g < P; g = g + 1) begin : g_lane
-            wire [ENTRY_W-1:0] entry = mac_entries[g*ENTRY_W +: ENTRY_W];
-            wire               e_valid = entry[ENTRY_W-1];
-            wire [AW-1:0]      e_local = entry[W_BITS +: AW];
+            wire [SLOT_W-1:0]  entry = mac_entries[g*SLOT_W +: SLOT_W];
+            wire               e_valid = entry[SLOT_W-1];
+            wire [LOCAL_W-1:0] e_local = entry[W_BITS +: LOCAL_W];
             wire signed [W_BITS-1:0] e_w = entry[W_BITS-1:0];
 
             reg signed [PROD_W-1:0] m1_prod;
             reg              m1_valid;
-            reg  [AW-1:0]    m1_loc;
+            reg  [LOCAL_W-1:0] m1_loc;
             reg  [ACC_W-1:0] fwd_sum;
-            reg  [AW-1:0]    fwd_local;
+            reg  [LOCAL_W-1:0] fwd_local;
             reg              fwd_valid;
             reg              fwd_bank;
             wire [ACC_W-1:0] rd0;
@@ -144,8 +146,8 @@ module fg_pe_array #(
             // Bank b belongs to the drain while it drains b, to the MAC pipeline otherwise.
             wire drain_on0 = draining && !drain_bank;
             wire drain_on1 = draining && drain_bank;
-            wire [AW-1:0] drain_addr = a[AW-1:0];
-            fg_ram #(.WIDTH(ACC_W), .DEPTH(DEPTH)) u_bank0 (
+            wire [LOCAL_W-1:0] drain_addr = a[LOCAL_W-1:0];
+            fg_ram #(.WIDTH(ACC_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank0 (
                 .clk(clk),
                 .we(drain_on0 ? issue_read : (m1_valid && !m1_bank)),
                 .waddr(drain_on0 ? drain_addr : m1_loc),
@@ -154,7 +156,7 @@ module fg_pe_array #(
                 .raddr(drain_on0 ? drain_addr : e_local),
                 .rdata(rd0)
             );
-            fg_ram #(.WIDTH(ACC_W), .DEPTH(DEPTH)) u_bank1 (
+            fg_ram #(.WIDTH(ACC_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank1 (
                 .clk(clk),
                 .we(drain_on1 ? issue_read : (m1_valid && m1_bank)),
                 .waddr(drain_on1 ? drain_addr : m1_loc),
@@ -194,7 +196,7 @@ module fg_pe_array #(
 
     // Bias rows: row (cfg_bias_base + a) holds the P lanes' biases of local address a.
     wire [P*ACC_W-1:0] bias_row;
-    fg_rom #(.WIDTH(P*ACC_W), .DEPTH(BIAS_ROWS), .INIT(BIAS_FILE)) u_bias (
+    fg_rom #(.WIDTH(P*ACC_W), .DEPTH(BIAS_ROWS), .STYLE(BIAS_STYLE), .INIT(BIAS_FILE)) u_bias (
         .clk(clk),
         .en(issue_read),
         .addr(cfg_bias_base + a[BIAS_AW-1:0]),
@@ -203,7 +205,7 @@ module fg_pe_array #(
 
     assign dense_data = d2_y;
     assign dense_valid = cfg_dense && d2_valid;
-    assign dense_last = (d2_a == cfg_depth - 32'd1);
+    assign dense_last = (d2_a == cfg_addresses - 32'd1);
 
     wire step_ready;
     wire written;
@@ -217,7 +219,7 @@ module fg_pe_array #(
 
     assign stall = d2_valid && (cfg_dense ? !dense_ready : !step_ready);
     // Every address has been read and the last outputs leave this cycle.
-    wire emptied = draining && !closing && a == cfg_depth && !d1_valid && !stall;
+    wire emptied = draining && !closing && a == cfg_addresses && !d1_valid && !stall;
     assign finish = (emptied && cfg_dense) || written;
     assign drain_waiting = stall || (closing && (|(lane_valid & ~lane_ready) || (mask_valid && !mask_ready)));
 

@@ -1,7 +1,11 @@
-// Simple dual-port RAM (one write port, one registered read port, read-first), cleared at start.
+// Simple dual-port RAM (one write port, one registered read port, read-first), cleared at start,
+// in the kind of block the engine plan chose (STYLE: "block", "distributed", "registers").
 module fg_ram #(
     parameter integer WIDTH = 8,
-    parameter integer DEPTH = 1
+    parameter integer DEPTH = 1,
+    /* verilator lint_off UNUSEDPARAM */
+    parameter STYLE = "block"  // read by synthesis, through the attribute below
+    /* verilator lint_on UNUSEDPARAM */
 ) (
     input  wire             clk,
     input  wire             we,
@@ -13,7 +17,7 @@ module fg_ram #(
 );
     localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
 
-    reg [WIDTH-1:0] mem [0:DEPTH-1];
+    (* ram_style = STYLE *) reg [WIDTH-1:0] mem [0:DEPTH-1];
     integer k;
     initial begin
         for (k = 0; k < DEPTH; k = k + 1) mem[k] = {WIDTH{1'b0}};

@@ -1,7 +1,11 @@
-// Read-only memory with a registered read, initialized from a $readmemh file.
+// Read-only memory with a registered read, initialized from a $readmemh file, in the kind of
+// block the engine plan chose (STYLE: "block", "distributed").
 module fg_rom #(
     parameter integer WIDTH = 8,
     parameter integer DEPTH = 1,
+    /* verilator lint_off UNUSEDPARAM */
+    parameter STYLE = "block",  // read by synthesis, through the attribute below
+    /* verilator lint_on UNUSEDPARAM */
     parameter INIT = ""  // a $readmemh file; every instance names one
 ) (
     input  wire                 clk,
@@ -11,7 +15,7 @@ module fg_rom #(
 );
     localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
 
-    reg [WIDTH-1:0] mem [0:DEPTH-1];
+    (* rom_style = STYLE *) reg [WIDTH-1:0] mem [0:DEPTH-1];
     generate
         if (INIT != "") begin : g_init
             initial $readmemh(INIT, mem);

@@ -12,7 +12,8 @@ module fg_seq_stage #(
     parameter integer IN_IDX_W = 8,     // index width of the input channel's items
     parameter integer LOOP_IDX_W = 1,   // ... of the loop-back channel's
     parameter integer OUT_IDX_W = 8,    // ... of the output channel's
-    parameter integer DEPTH = 1,        // accumulator entries per lane (widest layer)
+    parameter integer ADDRESSES = 1,    // accumulator entries per PE: the widest layer's local addresses
+    parameter integer LOCAL_W = 1,      // local address bits the PEs take from an off-chip slot
     parameter integer ROWS = 1,         // row-table entries of all layers
     parameter integer START_W = 1,
     parameter integer CNT_W = 1,
@@ -27,7 +28,15 @@ module fg_seq_stage #(
     parameter integer DENSE = 0,        // the last layer is the model's last: dense beats out
     parameter DESC_FILE = "",
     parameter ROWS_FILE = "",
-    parameter BIAS_FILE = ""
+    parameter BIAS_FILE = "",
+    parameter DESC_STYLE = "distributed",  // memory kinds, as the engine plan chose them
+    parameter ROWS_STYLE = "block",
+    parameter BIAS_STYLE = "block",
+    parameter ACC_STYLE = "block",
+    parameter REQUEST_STYLE = "distributed",
+    parameter ACTIVATION_STYLE = "distributed",
+    parameter LOOP_STYLE = "distributed",
+    parameter LOOP_MASK_STYLE = "registers"
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -70,8 +79,7 @@ module fg_seq_stage #(
     localparam integer PE_IDX_W = (LOOP_IDX_W > OUT_IDX_W) ? LOOP_IDX_W : OUT_IDX_W;
     localparam integer PE_ITEM_W = 1 + PE_IDX_W + VALUE_W;
     localparam integer RD_IDX_W = (LOOP_IDX_W > IN_IDX_W) ? LOOP_IDX_W : IN_IDX_W;
-    localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
-    localparam integer ENTRY_W = 1 + AW + W_BITS;
+    localparam integer SLOT_W = 1 + LOCAL_W + W_BITS;  // {valid, local, weight} for the PEs
     localparam integer ROW_AW = (ROWS > 1) ? $clog2(ROWS) : 1;
     localparam integer BIAS_AW = (BIAS_ROWS > 1) ? $clog2(BIAS_ROWS) : 1;
     localparam integer LAYER_W = (LAYERS > 1) ? $clog2(LAYERS) : 1;
@@ -88,7 +96,7 @@ module fg_seq_stage #(
     wire [255:0] desc;  // fixed 32-bit fields: the bits above each field's width are padding
     /* verilator lint_on UNUSEDSIGNAL */
     wire [31:0] d_n_out = desc[0 +: 32];
-    wire [31:0] d_depth = desc[32 +: 32];
+    wire [31:0] d_addresses = desc[32 +: 32];
     wire [ROW_AW-1:0] d_row_base = desc[64 +: ROW_AW];
     wire [BIAS_AW-1:0] d_bias_base = desc[96 +: BIAS_AW];
     wire [63:0] d_dram = desc[128 +: 64];
@@ -98,7 +106,7 @@ module fg_seq_stage #(
     wire first_layer = (layer == {LAYER_W{1'b0}});
     wire last_layer = ({{(32 - LAYER_W){1'b0}}, layer} == LAST_LAYER);
 
-    fg_rom #(.WIDTH(256), .DEPTH(LAYERS), .INIT(DESC_FILE)) u_desc (
+    fg_rom #(.WIDTH(256), .DEPTH(LAYERS), .STYLE(DESC_STYLE), .INIT(DESC_FILE)) u_desc (
         .clk(clk), .en(state == S_LOAD), .addr(layer), .data(desc)
     );
 
@@ -140,7 +148,7 @@ module fg_seq_stage #(
             wire loop_mask_valid;
             wire loop_mask_ready;
             for (g = 0; g < P; g = g + 1) begin : g_loop
-                fg_fifo #(.WIDTH(LOOP_ITEM_W), .DEPTH(LOOP_DEPTH)) u_fifo (
+                fg_fifo #(.WIDTH(LOOP_ITEM_W), .DEPTH(LOOP_DEPTH), .STYLE(LOOP_STYLE)) u_fifo (
                     .clk(clk), .rst(rst),
                     .in_data(loop_in_data[g*LOOP_ITEM_W +: LOOP_ITEM_W]), .in_valid(loop_in_valid[g]),
                     .in_ready(loop_in_ready[g]),
@@ -148,7 +156,7 @@ module fg_seq_stage #(
                     .out_ready(loop_ready[g])
                 );
             end
-            fg_fifo #(.WIDTH(P), .DEPTH(MASK_DEPTH)) u_loop_mask (
+            fg_fifo #(.WIDTH(P), .DEPTH(MASK_DEPTH), .STYLE(LOOP_MASK_STYLE)) u_loop_mask (
                 .clk(clk), .rst(rst),
                 .in_data(loop_in_mask), .in_valid(loop_in_mask_valid), .in_ready(loop_in_mask_ready),
                 .out_data(loop_mask), .out_valid(loop_mask_valid), .out_ready(loop_mask_ready)
@@ -191,7 +199,7 @@ module fg_seq_stage #(
     /* verilator lint_off UNUSEDSIGNAL */
     wire [31:0] row_address = {{(32 - ROW_AW){1'b0}}, d_row_base} + {{(32 - RD_IDX_W){1'b0}}, r_idx};
     /* verilator lint_on UNUSEDSIGNAL */
-    fg_rom #(.WIDTH(START_W + CNT_W), .DEPTH(ROWS), .INIT(ROWS_FILE)) u_rows (
+    fg_rom #(.WIDTH(START_W + CNT_W), .DEPTH(ROWS), .STYLE(ROWS_STYLE), .INIT(ROWS_FILE)) u_rows (
         .clk(clk), .en(r_take), .addr(row_address[ROW_AW-1:0]), .data(row)
     );
     wire [START_W-1:0] row_start = row[CNT_W +: START_W];
@@ -231,7 +239,7 @@ module fg_seq_stage #(
     wire [63:0] q_addr;
     wire [CNT_W-1:0] q_beats;
     wire q_valid, q_ready;
-    fg_fifo #(.WIDTH(64 + CNT_W), .DEPTH(REQUEST_DEPTH)) u_requests (
+    fg_fifo #(.WIDTH(64 + CNT_W), .DEPTH(REQUEST_DEPTH), .STYLE(REQUEST_STYLE)) u_requests (
         .clk(clk), .rst(rst),
         .in_data({req_addr, row_beats}), .in_valid(push), .in_ready(req_in_ready),
         .out_data({q_addr, q_beats}), .out_valid(q_valid), .out_ready(q_ready)
@@ -241,7 +249,7 @@ module fg_seq_stage #(
     wire [CNT_W-1:0] xq_beats;
     wire xq_valid;
     wire xq_pop;
-    fg_fifo #(.WIDTH(VALUE_W + CNT_W), .DEPTH(ACTIVATION_DEPTH)) u_activations (
+    fg_fifo #(.WIDTH(VALUE_W + CNT_W), .DEPTH(ACTIVATION_DEPTH), .STYLE(ACTIVATION_STYLE)) u_activations (
         .clk(clk), .rst(rst),
         .in_data({s1_x, row_beats}), .in_valid(push), .in_ready(xq_in_ready),
         .out_data({xq_x, xq_beats}), .out_valid(xq_valid), .out_ready(xq_pop)
@@ -267,13 +275,13 @@ module fg_seq_stage #(
     end
 
     // Off-chip words are valid<<31 | local<<16 | weight; the PE array takes {valid, local, weight}.
-    wire [P*ENTRY_W-1:0] beat_entries;
+    wire [P*SLOT_W-1:0] beat_entries;
     generate
         for (g = 0; g < P; g = g + 1) begin : g_unpack
             /* verilator lint_off UNUSEDSIGNAL */
             wire [31:0] word = rdata[32*g +: 32];  // local and weight fields are wider than needed
             /* verilator lint_on UNUSEDSIGNAL */
-            assign beat_entries[g*ENTRY_W +: ENTRY_W] = {word[31], word[16 +: AW], word[W_BITS-1:0]};
+            assign beat_entries[g*SLOT_W +: SLOT_W] = {word[31], word[16 +: LOCAL_W], word[W_BITS-1:0]};
         end
     endgenerate
 
@@ -288,7 +296,7 @@ module fg_seq_stage #(
 
     reg m0_valid, m0_eov, m0_bank;
     reg [VALUE_W-1:0] m0_x;
-    reg [P*ENTRY_W-1:0] m0_entries;
+    reg [P*SLOT_W-1:0] m0_entries;
     always @(posedge clk) begin
         if (rst) begin
             m0_valid <= 1'b0;
@@ -331,14 +339,14 @@ module fg_seq_stage #(
     assign out_mask_valid = pe_mask_valid && last_layer;
 
     fg_pe_array #(
-        .P(P), .DEPTH(DEPTH), .W_BITS(W_BITS), .ACC_W(ACC_W), .IDX_W(PE_IDX_W),
-        .BIAS_ROWS(BIAS_ROWS), .BIAS_FILE(BIAS_FILE)
+        .P(P), .ADDRESSES(ADDRESSES), .LOCAL_W(LOCAL_W), .W_BITS(W_BITS), .ACC_W(ACC_W), .IDX_W(PE_IDX_W),
+        .BIAS_ROWS(BIAS_ROWS), .BIAS_FILE(BIAS_FILE), .BIAS_STYLE(BIAS_STYLE), .ACC_STYLE(ACC_STYLE)
     ) u_pes (
         .clk(clk), .rst(rst),
         .mac_valid(m0_valid), .mac_eov(m0_eov), .mac_bank(m0_bank), .mac_x(m0_x), .mac_entries(m0_entries),
         .vector_issued(eov_issue), .issue_bank(issue_bank), .issue_ok(issue_ok),
         .cfg_shift(d_shift), .cfg_lo(d_lo), .cfg_hi(d_hi),
-        .cfg_n_out(d_n_out), .cfg_depth(d_depth), .cfg_bias_base(d_bias_base),
+        .cfg_n_out(d_n_out), .cfg_addresses(d_addresses), .cfg_bias_base(d_bias_base),
         .cfg_dense(DENSE != 0 && last_layer),
         .lane_data(pe_data), .lane_valid(pe_valid), .lane_ready(pe_ready),
         .mask_data(pe_mask), .mask_valid(pe_mask_valid), .mask_ready(pe_mask_ready),
