@@ -10,7 +10,8 @@ import click
 from ..compile import CompileOptions, compile_model, default_outdir
 from ..schedule.scheduler import OBJECTIVES, POLICIES
 from . import app
-from .common import calib_option, err, model_argument, out, precision_option
+from .common import calib_option, model_argument, out, plural, precision_option
+from .progress import Steps
 
 
 @app.command(name="compile")
@@ -57,15 +58,15 @@ def compile_command(
     """
     options = CompileOptions(board, precision, policy, objective, calib, pes, act_density, vector_count)
     target = outdir or default_outdir(model)
-    with err.status("compiling") as status:
-        summary = compile_model(model, target, options, step=lambda text: status.update(text))
+    with Steps() as steps:
+        summary = compile_model(model, target, options, step=steps.begin)
     estimate = summary.model.schedule.estimate
     stages = summary.model.schedule.stages
     # Runs of alike stages, so a 120-layer model's summary stays one line.
     runs = [(mode_pes, len(list(group))) for mode_pes, group in groupby((s.mode, s.pes) for s in stages)]
     modes = ", ".join(f"{count} {mode} P={pes}" for (mode, pes), count in runs)
     out.print(f"wrote {summary.outdir} in {summary.seconds:.1f} s ({summary.bytes_written / 1e6:.1f} MB)")
-    out.print(f"  {len(summary.model.layers)} layers in {len(stages)} stages: {modes}")
+    out.print(f"  {plural(len(summary.model.layers), 'layer')} in {plural(len(stages), 'stage')}: {modes}")
     out.print(
         f"  estimated {estimate.steady_vectors_per_s:.4g} vectors/s (interval {estimate.interval:.0f} cycles), "
         f"latency {estimate.latency:.0f} cycles at {summary.model.schedule.clock_mhz:g} MHz"
