@@ -6,11 +6,13 @@ from itertools import groupby
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from ..compile import CompileOptions, compile_model, default_outdir
 from ..schedule.scheduler import OBJECTIVES, POLICIES
+from ..vectors import idle_layers, read_vectors
 from . import app
-from .common import calib_option, model_argument, out, plural, precision_option
+from .common import calib_option, err, model_argument, out, plural, precision_option
 from .progress import Steps
 
 
@@ -44,7 +46,8 @@ from .progress import Steps
     type=int,
     default=8,
     show_default=True,
-    help="Test vectors to write (the first rows of --calib, else random inputs).",
+    help="Test vectors to write: rows of --calib (at least half of them reaching the last layer when "
+    "it has such rows), else random inputs chosen so that every layer has work.",
 )
 def compile_command(
     model: Path, outdir: Path | None, board: str, precision: str, policy: str, objective: str,
@@ -71,3 +74,9 @@ def compile_command(
         f"  estimated {estimate.steady_vectors_per_s:.4g} vectors/s (interval {estimate.interval:.0f} cycles), "
         f"latency {estimate.latency:.0f} cycles at {summary.model.schedule.clock_mhz:g} MHz"
     )
+    vectors = read_vectors(summary.outdir / "vectors")
+    out.print(f"  {plural(vectors.batch, 'test vector')}: {escape(vectors.source)}")
+    idle = idle_layers(summary.model, vectors)
+    if idle:
+        err.print(f"[yellow]warning:[/] no test vector gives {', '.join(idle)} any work (no nonzero activation "
+                  "meets a nonzero weight there), so csim and sim do not verify those layers")  # fmt: skip
