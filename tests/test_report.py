@@ -12,9 +12,9 @@ import base64
 import json
 import shutil
 import subprocess
-import xml.etree.ElementTree as ElementTree
 from html.parser import HTMLParser
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest

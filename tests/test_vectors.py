@@ -25,7 +25,10 @@ def useful_macs(model: Model, x_q: np.ndarray, outputs: list[np.ndarray]) -> np.
     """(vectors, layers) count of nonzero activations meeting nonzero weights, densely."""
     inputs = [x_q, *outputs[:-1]]
     return np.stack(
-        [(x != 0).astype(np.int64) @ (layer.weights.toarray() != 0).sum(axis=1) for layer, x in zip(model.layers, inputs)],
+        [
+            (x != 0).astype(np.int64) @ (layer.weights.toarray() != 0).sum(axis=1)
+            for layer, x in zip(model.layers, inputs)
+        ],
         axis=1,
     )
 
