@@ -51,8 +51,9 @@ def schedule_plot(intervals: list[StageInterval], reader_interval: float | None,
     """Top: the stages over the layers, by mode, with their PEs. Bottom: each stage's interval
     (cycles per vector), the cost model's and the RTL's, the bottleneck marked."""
     with matplotlib.rc_context(_STYLE):
-        figure = _figure(9, 2.2 + 0.12 * min(len(intervals), 40) + 2.4)
-        top, bottom = figure.subplots(2, 1, height_ratios=[1 + 0.06 * min(len(intervals), 40), 1.2])
+        rows = min(len(intervals), 16)  # past 16 stages the rows get thinner, not the figure taller
+        figure = _figure(9, 2.2 + 0.12 * rows + 2.4)
+        top, bottom = figure.subplots(2, 1, height_ratios=[1 + 0.06 * rows, 1.2])
         first = 0
         for stage in intervals:
             span = len(stage.layers)
@@ -197,9 +198,10 @@ def balance_plot(loads: list[PeLoad]) -> str:
         for row, load in enumerate(loads):
             if load.mean > 0:
                 grid[row, : load.pes] = load.macs / load.mean
-        figure = _figure(9, 1.6 + 0.18 * min(len(loads), 60))
+        figure = _figure(9, 1.6 + 0.18 * min(len(loads), 24))
         left, right = figure.subplots(1, 2, width_ratios=[3, 1], sharey=True)
-        image = left.imshow(grid, aspect="auto", cmap="RdBu_r", vmin=0.0, vmax=2.0, interpolation="nearest")
+        colors = matplotlib.colormaps["RdBu_r"].with_extremes(bad="#ced4da")  # grey: a PE the layer lacks
+        image = left.imshow(grid, aspect="auto", cmap=colors, vmin=0.0, vmax=2.0, interpolation="nearest")
         left.set_xlabel("PE")
         left.set_ylabel("layer")
         left.set_yticks(np.arange(len(loads)), [load.layer for load in loads] if len(loads) <= 40 else
