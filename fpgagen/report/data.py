@@ -21,7 +21,6 @@ from ..vectors import Vectors, idle_layers, read_vectors
 from .metrics import FixedPointError, PeLoad, StageInterval, fixed_point_errors, pe_loads, stage_intervals
 
 CSIM, SIM, SYNTH = "csim_results.json", "sim_results.json", "synth_results.json"
-RESOURCE_KINDS = ("dsp", "bram", "uram", "lut", "ff")
 
 
 @dataclass(frozen=True)

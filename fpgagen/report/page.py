@@ -13,8 +13,9 @@ from pathlib import Path
 import jinja2
 
 from ..atomic import atomic_file
+from ..schedule.cost_model import RESOURCE_KINDS
 from . import plots
-from .data import RESOURCE_KINDS, ReportData, gather
+from .data import ReportData, gather
 
 
 def report_environment() -> jinja2.Environment:
