@@ -26,7 +26,7 @@ from .prepare import FrontOptions, prepare
 from .schedule.boards import Board, load_board
 from .schedule.cost_model import Activity, CostModel
 from .schedule.scheduler import DEFAULT_BATCH
-from .vectors import DEFAULT_COUNT, default_inputs, golden_vectors, write_vectors
+from .vectors import DEFAULT_COUNT, ChosenInputs, calibration_inputs, golden_vectors, synthetic_inputs, write_vectors
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,11 @@ def compile_model(
     board = load_board(options.board)
     prepared = prepare(model_path, board, options.front, step=step)
     model, calib = prepared.model, prepared.calib
-    inputs = calib[: options.vectors] if calib is not None else default_inputs(model, options.vectors)
+    step("choosing test vectors that reach every layer")
+    if calib is not None:
+        inputs = calibration_inputs(model, calib, options.vectors)
+    else:
+        inputs = synthetic_inputs(model, options.vectors)
     with atomic_directory(Path(outdir)) as work:
         write_design(model, board, work, inputs, model_path, options.calib, step)
         written = sum(path.stat().st_size for path in work.rglob("*") if path.is_file())
@@ -81,7 +85,7 @@ def write_design(
     model: Model,
     board: Board,
     folder: Path,
-    inputs: np.ndarray,
+    inputs: np.ndarray | ChosenInputs,
     source: Path | None = None,
     calib: Path | None = None,
     step: Callable[[str], None] = lambda _: None,
@@ -89,8 +93,10 @@ def write_design(
     """Write every output of a quantized, scheduled model into `folder` (`source`: its model file,
     recorded so that the design can be re-simulated on new inputs). A schedule made by hand gets
     the cost model's estimate here, with the activity of `inputs`."""
+    if not isinstance(inputs, ChosenInputs):
+        inputs = ChosenInputs(np.asarray(inputs), "inputs given to write_design")
     if model.schedule.estimate is None:
-        cost = CostModel(model, board, Activity.from_calibration(model, inputs))
+        cost = CostModel(model, board, Activity.from_calibration(model, inputs.x))
         estimate = cost.estimate(model.schedule.stages, DEFAULT_BATCH, model.schedule.in_lanes)
         model = replace(model, schedule=replace(model.schedule, estimate=estimate))
     step("planning the engine")
@@ -102,5 +108,5 @@ def write_design(
     for stage in plan.sequential:
         (folder / plan.interface.ports[stage.port].image).write_bytes(stage.offchip_image)
     step("computing test vectors")
-    write_vectors(model, golden_vectors(model, inputs), folder / "vectors")
+    write_vectors(model, golden_vectors(model, inputs.x, inputs.source), folder / "vectors")
     write_manifest(build_manifest(plan, source, calib), folder)

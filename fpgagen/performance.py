@@ -4,7 +4,8 @@ For every layer: the compute bound is the useful MACs per vector (nonzero weight
 nonzero activation) over P; a sequential layer also has a memory bound, the bytes its rows bring
 over the AXI port per vector over the bytes the port delivers per cycle. Efficiency is the larger
 bound over the busy cycles the RTL counted (`sim_results.json`); the cost model's estimate comes
-from the manifest.
+from the manifest. Everything is computed on the vectors the simulation really ran, which
+`sim_results.json` records.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from .design import model_from_manifest
 from .engine.geometry import OFFCHIP_SLOT_BYTES
 from .engine.layout import beats_per_row
 from .errors import FpgagenError
+from .ir import Model
 from .manifest import read_manifest
-from .vectors import read_vectors
+from .vectors import Vectors, read_vectors
+
+SIM_RESULTS = "sim_results.json"
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,7 @@ class LayerPerformance:
     useful_macs: float  # per vector
     compute_bound: float
     memory_bound: float  # 0 for dataflow layers
+    offchip_bytes: float  # per vector, weights read over the AXI port (0 for dataflow layers)
     measured: float  # busy cycles per vector
     estimated: float  # the cost model's compute cycles
     drain_measured: float
@@ -62,34 +67,73 @@ class LayerPerformance:
         }
 
 
+def read_sim_results(outdir: Path) -> dict:
+    path = Path(outdir) / SIM_RESULTS
+    if not path.is_file():
+        raise FpgagenError(f"{outdir}: no {SIM_RESULTS}; run fpgagen sim first")
+    try:
+        return json.loads(path.read_text())
+    except ValueError as exc:
+        raise FpgagenError(f"{path}: not readable JSON ({exc})") from None
+
+
+def simulated_vectors_folder(outdir: Path, results: dict, manifest: dict) -> Path:
+    """The vectors folder a run's results (sim or csim) were computed on; results written before
+    runs recorded it were on the design's own vectors."""
+    return Path(outdir) / results.get("vectors_folder", manifest["vectors"])
+
+
 def layer_performance(outdir: Path, vectors: Path | None = None) -> list[LayerPerformance]:
-    """Per-layer figures of the last RTL simulation of `outdir` (on `vectors`, by default its own)."""
+    """Per-layer figures of the last RTL simulation of `outdir`, on the vectors it simulated
+    (or on the vectors folder `vectors`)."""
     outdir = Path(outdir)
     manifest = read_manifest(outdir)
-    results_path = outdir / "sim_results.json"
-    if not results_path.is_file():
-        raise FpgagenError(f"{outdir}: no sim_results.json; run fpgagen sim first")
-    results = json.loads(results_path.read_text())
-    measured = {entry["layer"]: entry for entry in results["layers"]}
-    data = read_vectors(vectors or outdir / manifest["vectors"])
-    model = model_from_manifest(outdir)
+    results = read_sim_results(outdir)
+    data = read_vectors(vectors or simulated_vectors_folder(outdir, results, manifest))
+    return measure_layers(manifest, results, model_from_manifest(outdir), data)
+
+
+@dataclass(frozen=True)
+class LayerDemand:
+    """What one layer asks of the engine per vector, on given inputs."""
+
+    useful_macs: float  # nonzero weights met by nonzero input activations
+    offchip_bytes: float  # weights read over the AXI port (0 for dataflow layers)
+    bytes_per_cycle: float  # what its port delivers (0 for dataflow layers)
+
+    @property
+    def memory_bound(self) -> float:
+        return self.offchip_bytes / self.bytes_per_cycle if self.bytes_per_cycle else 0.0
+
+
+def layer_demands(manifest: dict, model: Model, data: Vectors) -> list[LayerDemand]:
+    """Per layer of the design `manifest` describes (model `model`), its demand on the vectors `data`."""
     ports = {port["port"]: port for port in manifest["rtl"]["ports"]}
-    inputs = [data.x_q, *data.layer_outputs[:-1]]
-    found = []
-    for layer, x, entry in zip(model.layers, inputs, manifest["layers"]):
-        if layer.name not in measured:
-            raise FpgagenError(f"{results_path}: no counters for layer {layer.name}")
+    demands = []
+    for layer, x in zip(model.layers, data.layer_inputs()):
         pes = layer.schedule.pes
         weights = layer.numerics.weights_q
         active = x != 0
         macs = float((active * np.diff(weights.indptr)).sum()) / len(x)
-        memory_bound = 0.0
+        offchip = per_cycle = 0.0
         if layer.schedule.mode == "sequential":
             port = ports[model.schedule.sequential_stages.index(layer.schedule.stage)]
             beat_bytes = OFFCHIP_SLOT_BYTES * pes
             per_cycle = min(beat_bytes, port["bytes_per_cycle"])
-            streamed = float((active * beats_per_row(weights, pes)).sum()) / len(x)
-            memory_bound = streamed * beat_bytes / per_cycle
+            offchip = float((active * beats_per_row(weights, pes)).sum()) / len(x) * beat_bytes
+        demands.append(LayerDemand(macs, offchip, per_cycle))
+    return demands
+
+
+def measure_layers(manifest: dict, results: dict, model: Model, data: Vectors) -> list[LayerPerformance]:
+    """Per-layer figures of the simulation `results` of the design `manifest` describes, whose
+    model is `model`, on the vectors `data` it simulated."""
+    measured = {entry["layer"]: entry for entry in results["layers"]}
+    found = []
+    for layer, demand, entry in zip(model.layers, layer_demands(manifest, model, data), manifest["layers"]):
+        if layer.name not in measured:
+            raise FpgagenError(f"{SIM_RESULTS}: no counters for layer {layer.name}")
+        pes = layer.schedule.pes
         estimate = entry["estimate"]["cycles"] if entry.get("estimate") else {"compute": 0.0, "drain": 0.0}
         counters = measured[layer.name]
         found.append(
@@ -97,9 +141,10 @@ def layer_performance(outdir: Path, vectors: Path | None = None) -> list[LayerPe
                 name=layer.name,
                 mode=layer.schedule.mode,
                 pes=pes,
-                useful_macs=macs,
-                compute_bound=macs / pes,
-                memory_bound=memory_bound,
+                useful_macs=demand.useful_macs,
+                compute_bound=demand.useful_macs / pes,
+                memory_bound=demand.memory_bound,
+                offchip_bytes=demand.offchip_bytes,
                 measured=counters["busy_per_vector"],
                 estimated=float(estimate["compute"]),
                 drain_measured=counters["drain_per_vector"],

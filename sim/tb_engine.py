@@ -7,6 +7,8 @@ and writes cycles and the first mismatch to a JSON file. Environment:
   FPGAGEN_MANIFEST  the design's manifest.json
   FPGAGEN_VECTORS   a vectors folder (fpgagen/vectors.py format)
   FPGAGEN_RESULTS   where to write the results JSON
+  FPGAGEN_PROGRESS  (optional) a file that holds the number of outputs received so far, which
+                    `fpgagen sim` reads to show the progress of a long simulation
 """
 
 from __future__ import annotations
@@ -142,6 +144,14 @@ class Harness:
         return found
 
 
+def _report_progress(done: int) -> None:
+    path = os.environ.get("FPGAGEN_PROGRESS")
+    if path:
+        partial = f"{path}.partial"
+        Path(partial).write_text(str(done))
+        os.replace(partial, path)  # the reader never sees a half-written number
+
+
 def _frame(values: np.ndarray, lanes: int) -> AxiStreamFrame:
     padded = np.zeros(-(-values.size // lanes) * lanes, dtype="<i2")
     padded[: values.size] = values
@@ -169,6 +179,7 @@ async def run_vectors(dut):
         if first_out is None:
             first_out = cocotb.utils.get_sim_time("ns")
         outputs.append(np.frombuffer(bytes(frame.tdata), dtype="<i2")[: rtl["out_features"]])
+        _report_progress(len(outputs))
     await harness.wait_done(10 * limit)
     total_cycles = int((cocotb.utils.get_sim_time("ns") - clock_start) // 10)
 

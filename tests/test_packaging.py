@@ -3,6 +3,7 @@ when installed without the source tree (the non-editable case)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,8 +17,16 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("wheel")
+    # pip builds in the source folder and setuptools leaves build/ and *.egg-info there (a stale
+    # build/lib can even put deleted modules in later wheels): build from a copy instead.
+    source = folder / "source"
+    for name in ("pyproject.toml", "README.md"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, source / name)
+    for name in ("fpgagen", "templates", "sim"):
+        shutil.copytree(ROOT / name, source / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(folder)],
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(folder)],
         capture_output=True, check=False, text=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

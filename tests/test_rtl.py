@@ -18,6 +18,19 @@ from fpgagen.manifest import read_manifest
 
 SIMULATORS = ["icarus", "verilator"]
 GC_SCHEDULES = ["auto", "dataflow", "sequential"]
+slow = pytest.mark.slow
+# The 1024-neuron designs take minutes each under Verilator (its C++ build) and Icarus (its speed):
+# the default run keeps one design per simulator and leaves the other combinations to `-m slow`.
+# test_performance simulates dataflow and sequential Graph Challenge layers by default as well.
+GC_RUNS = [
+    pytest.param("auto", "icarus"),
+    pytest.param("sequential", "icarus"),
+    pytest.param("sequential", "verilator"),
+    pytest.param("dataflow", "icarus", marks=slow),
+    pytest.param("auto", "verilator", marks=slow),
+    pytest.param("dataflow", "verilator", marks=slow),
+]
+ONE_GC_DESIGN = [pytest.param("sequential"), pytest.param("auto", marks=slow), pytest.param("dataflow", marks=slow)]
 
 
 def require(simulator: str) -> None:
@@ -71,8 +84,9 @@ def gc_model(tmp_path_factory):
     return folder / "model.onnx"
 
 
-@pytest.fixture(scope="module", params=GC_SCHEDULES)
+@pytest.fixture(scope="module")
 def gc_design(request, gc_model, gc_images, tmp_path_factory):
+    """The Graph Challenge model compiled with the scheduling policy `request.param`."""
     from click.testing import CliRunner
 
     from fpgagen.cli import app
@@ -86,7 +100,7 @@ def gc_design(request, gc_model, gc_images, tmp_path_factory):
     return outdir
 
 
-@pytest.mark.parametrize("simulator", SIMULATORS)
+@pytest.mark.parametrize(("gc_design", "simulator"), GC_RUNS, indirect=["gc_design"])
 def test_graphchallenge_1024_rtl_is_bit_exact(gc_design, simulator, run_cli):
     """8 layers of the 1024-neuron network on 8 images, for each scheduling policy."""
     require(simulator)
@@ -97,6 +111,7 @@ def test_graphchallenge_1024_rtl_is_bit_exact(gc_design, simulator, run_cli):
     assert results["vectors"] == 8 and len(results["layers"]) == 8
 
 
+@pytest.mark.parametrize("gc_design", GC_SCHEDULES, indirect=True)
 def test_graphchallenge_1024_csim_is_bit_exact_for_every_policy(gc_design, run_cli):
     """The HLS C++ of the same design under g++: both back ends agree with the golden model."""
     result = run_cli("csim", gc_design)
@@ -104,12 +119,14 @@ def test_graphchallenge_1024_csim_is_bit_exact_for_every_policy(gc_design, run_c
     assert json.loads((gc_design / "csim_results.json").read_text())["passed"]
 
 
+@pytest.mark.parametrize("gc_design", ONE_GC_DESIGN, indirect=True)
 def test_core_with_ap_ctrl_hs_pins_runs_the_same_testbench(gc_design, run_cli):
     require("icarus")
     results = simulate(run_cli, gc_design, "icarus", "--core")
     assert results["control"] == "ap_ctrl_hs"
 
 
+@pytest.mark.parametrize("gc_design", ONE_GC_DESIGN, indirect=True)
 def test_sim_on_new_inputs(gc_design, gc_images, tmp_path, run_cli):
     require("icarus")
     fresh = draw_images(1024, 3, np.random.default_rng(99)).toarray()
@@ -168,9 +185,10 @@ def test_corrupted_offchip_image_is_reported(tmp_path, run_cli):
 @pytest.mark.parametrize("case", ["dataflow_only", "sequential_end"])
 def test_yosys_synthesizes_without_latches(case, tmp_path, run_cli):
     outdir = mlp_design(case, tmp_path / case, count=2)
-    result = run_cli("synth", outdir)
+    result = run_cli("synth", outdir, "--json")
     assert result.exit_code == 0, result.stderr
     report = json.loads((outdir / "synth_results.json").read_text())
+    assert json.loads(result.stdout) == report
     assert report["latches"] == 0
     stages = read_manifest(outdir)["schedule"]["stages"]
     assert report["dsp"] == sum(stage["pes"] for stage in stages)  # one DSP48E2 per lane

@@ -12,7 +12,7 @@ from ..arrays import read_array
 from ..frontend import load_model
 from ..passes.analyze import Analysis, Spread, analyze
 from . import app
-from .common import model_argument, out, precision_option
+from .common import model_argument, out, plural, precision_option, print_table
 
 
 @app.command("analyze")
@@ -51,20 +51,20 @@ def analyze_command(model: Path, calib: Path | None, pes: int, precision: str, a
         click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
         return
     for table in _tables(result):
-        out.print(table)
+        print_table(table)
     if result.fixed_point is not None:
         fp = result.fixed_point
         out.print(
-            f"{result.precision} against float on {fp.inputs} calibration inputs: max abs error "
+            f"{result.precision} against float on {plural(fp.inputs, 'calibration input')}: max abs error "
             f"{fp.max_abs_error:.4g}, argmax agreement {fp.argmax_agreement:.2%}"
         )
 
 
 def _tables(result: Analysis) -> tuple[Table, Table]:
     """Two tables, so each fits a terminal: the layers' sparsity, then what the engine makes of it."""
-    title = f"{result.model}: {result.pes} PEs, {result.weight_bits}-bit weights ({result.precision})"
+    title = f"{result.model}: {plural(result.pes, 'PE')}, {result.weight_bits}-bit weights ({result.precision})"
     if result.calib_inputs is not None:
-        title += f", {result.calib_inputs} calibration inputs"
+        title += f", {plural(result.calib_inputs, 'calibration input')}"
     sparsity = _table(title, ["layer", "shape", "nnz", "density", "fan-in", "fan-out", "act. density"])
     sparsity.caption = "fan-in: nonzeros per output, fan-out: per input (min/mean/max)"
     engine = _table(None, ["layer", "imbalance", "lane eff.", "cycles", "dense", "CSR", "engine"])

@@ -5,13 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.measure import Measurement
 
 from ..numerics import DEFAULT_PRECISION
 
-# Results go to stdout; progress and notes to stderr, so `--json` output stays clean.
+# Results go to stdout; progress and notes to stderr, so `--json` output stays clean. Lines are
+# never wrapped (soft_wrap): a pipe or a file gets each line whole.
 out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 model_argument = click.argument("model", type=click.Path(path_type=Path))
 precision_option = click.option(
@@ -25,3 +27,27 @@ calib_option = click.option(
     type=click.Path(path_type=Path),
     help="Calibration inputs (.npy, one sample per row) to measure activation ranges.",
 )
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print the result as JSON on stdout instead of a table."
+)
+
+_UNBOUNDED = 1 << 16
+
+
+def print_table(table: RenderableType, console: Console = out) -> None:
+    """A terminal gets the table fitted to its width; a file or a pipe gets it at its natural
+    width, so no cell is cut short with an ellipsis (rich assumes 80 columns when it cannot ask)."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    natural = Measurement.get(console, console.options.update_width(_UNBOUNDED), table).maximum
+    # print() cannot go wider than its console, so the table gets a console of its own width.
+    Console(stderr=console.stderr, highlight=False, width=natural, color_system=None).print(table)
+
+
+def plural(count: int, noun: str) -> str:
+    """'1 layer', '2 layers', '3 latches'."""
+    if count == 1:
+        return f"{count} {noun}"
+    suffix = "es" if noun.endswith(("s", "x", "ch", "sh")) else "s"
+    return f"{count} {noun}{suffix}"

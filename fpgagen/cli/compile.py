@@ -6,11 +6,14 @@ from itertools import groupby
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from ..compile import CompileOptions, compile_model, default_outdir
 from ..schedule.scheduler import OBJECTIVES, POLICIES
+from ..vectors import idle_layers, read_vectors
 from . import app
-from .common import calib_option, err, model_argument, out, precision_option
+from .common import calib_option, err, model_argument, out, plural, precision_option
+from .progress import Steps
 
 
 @app.command(name="compile")
@@ -43,7 +46,8 @@ from .common import calib_option, err, model_argument, out, precision_option
     type=int,
     default=8,
     show_default=True,
-    help="Test vectors to write (the first rows of --calib, else random inputs).",
+    help="Test vectors to write: rows of --calib (at least half of them reaching the last layer when "
+    "it has such rows), else random inputs chosen so that every layer has work.",
 )
 def compile_command(
     model: Path, outdir: Path | None, board: str, precision: str, policy: str, objective: str,
@@ -57,16 +61,22 @@ def compile_command(
     """
     options = CompileOptions(board, precision, policy, objective, calib, pes, act_density, vector_count)
     target = outdir or default_outdir(model)
-    with err.status("compiling") as status:
-        summary = compile_model(model, target, options, step=lambda text: status.update(text))
+    with Steps() as steps:
+        summary = compile_model(model, target, options, step=steps.begin)
     estimate = summary.model.schedule.estimate
     stages = summary.model.schedule.stages
     # Runs of alike stages, so a 120-layer model's summary stays one line.
     runs = [(mode_pes, len(list(group))) for mode_pes, group in groupby((s.mode, s.pes) for s in stages)]
     modes = ", ".join(f"{count} {mode} P={pes}" for (mode, pes), count in runs)
     out.print(f"wrote {summary.outdir} in {summary.seconds:.1f} s ({summary.bytes_written / 1e6:.1f} MB)")
-    out.print(f"  {len(summary.model.layers)} layers in {len(stages)} stages: {modes}")
+    out.print(f"  {plural(len(summary.model.layers), 'layer')} in {plural(len(stages), 'stage')}: {modes}")
     out.print(
         f"  estimated {estimate.steady_vectors_per_s:.4g} vectors/s (interval {estimate.interval:.0f} cycles), "
         f"latency {estimate.latency:.0f} cycles at {summary.model.schedule.clock_mhz:g} MHz"
     )
+    vectors = read_vectors(summary.outdir / "vectors")
+    out.print(f"  {plural(vectors.batch, 'test vector')}: {escape(vectors.source)}")
+    idle = idle_layers(summary.model, vectors)
+    if idle:
+        err.print(f"[yellow]warning:[/] no test vector gives {', '.join(idle)} any work (no nonzero activation "
+                  "meets a nonzero weight there), so csim and sim do not verify those layers")  # fmt: skip

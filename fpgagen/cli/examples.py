@@ -13,6 +13,7 @@ from ..frontend.graphchallenge_tsv import read_graphchallenge
 from ..frontend.onnx_writer import write_onnx
 from . import app
 from .common import out
+from .progress import Steps
 
 
 @app.group()
@@ -34,7 +35,9 @@ def graphchallenge(neurons: int, layers: int, inputs: int, seed: int, out_dir: P
     sparse-images-{N}.tsv, neuron{N}-l{L}-categories.tsv), plus model.onnx and images.npy, so that
     `fpgagen predict OUT/model.onnx --inputs OUT/images.npy --out Y.npy` runs at once.
     """
-    summary = write_example(out_dir, neurons, layers, inputs, seed)
+    with Steps() as steps:
+        steps.begin(f"generating {neurons} x {layers}, {inputs} images and their truth")
+        summary = write_example(out_dir, neurons, layers, inputs, seed)
     out.print(
         f"wrote {summary.folder}: {summary.neurons} neurons x {summary.layers} layers, {summary.edges:,} edges; "
         f"{summary.survivors} of {summary.inputs} images survive ({summary.survivors / summary.inputs:.1%}) "
@@ -57,8 +60,11 @@ def import_tsv(folder: Path, out_path: Path, layers: int | None, bias: float | N
     if bias is not None and not (math.isfinite(bias) and bias <= 0.0):
         # The challenge adds the bias to nonzero sums only; that equals a dense layer only for bias <= 0.
         raise FpgagenError(f"--bias {bias}: must be a finite number <= 0 (the Graph Challenge rule)")
-    model = read_graphchallenge(folder, layers, bias)
-    write_onnx(model, out_path)
+    with Steps() as steps:
+        steps.begin(f"reading {folder}")
+        model = read_graphchallenge(folder, layers, bias)
+        steps.begin(f"writing {out_path}")
+        write_onnx(model, out_path)
     out.print(
         f"wrote {out_path}: {model.in_features} neurons x {len(model.layers)} layers, {model.nnz:,} edges, "
         f"bias {model.layers[0].bias[0]:g}"

@@ -13,7 +13,7 @@ from ..golden import GoldenModel, flatten_inputs
 from ..numerics import parse_precision
 from ..passes.quantize import quantize
 from . import app
-from .common import calib_option, err, model_argument, precision_option
+from .common import calib_option, err, model_argument, plural, precision_option
 
 
 @app.command()
@@ -41,6 +41,6 @@ def predict(model: Path, inputs_path: Path, out_path: Path, precision: str, cali
     seconds = time.perf_counter() - start
     write_array(out_path, y)
     err.print(
-        f"{model.name}: {x.shape[0]} inputs through {len(ir.layers)} layers in {seconds:.3f} s "
+        f"{model.name}: {plural(x.shape[0], 'input')} through {plural(len(ir.layers), 'layer')} in {seconds:.3f} s "
         f"({precision}); wrote {out_path} with shape {y.shape}"
     )

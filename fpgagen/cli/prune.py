@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -13,7 +14,7 @@ from ..ir import Model
 from ..passes.prune import parse_method
 from ..passes.prune import prune as prune_model
 from . import app
-from .common import err, model_argument, out
+from .common import err, json_option, model_argument, print_table
 
 
 @app.command()
@@ -39,7 +40,8 @@ from .common import err, model_argument, out
     "inputs of each output neuron (nm:2:4 is NVIDIA's pattern). balanced:P: the same number of "
     "weights for every input row on each of P PEs, so no PE lane idles.",
 )
-def prune(model: Path, output: Path, sparsity: float | None, method: str) -> None:
+@json_option
+def prune(model: Path, output: Path, sparsity: float | None, method: str, as_json: bool) -> None:
     """Prune MODEL (ONNX or a Graph Challenge folder) and write the result to OUTPUT as ONNX.
 
     Weights are kept by magnitude; among equal magnitudes the first in row-major order of W
@@ -53,8 +55,32 @@ def prune(model: Path, output: Path, sparsity: float | None, method: str) -> Non
     ir = load_model(model)
     pruned = prune_model(ir, sparsity, chosen)
     write_onnx(pruned, output)
-    out.print(_comparison(ir, pruned, chosen.describe()))
+    if as_json:
+        click.echo(json.dumps(_document(ir, pruned, chosen.describe(), output), indent=2))
+    else:
+        print_table(_comparison(ir, pruned, chosen.describe()))
     err.print(f"{model.name}: {ir.nnz} -> {pruned.nnz} nonzero weights; wrote {output}")
+
+
+def _document(before: Model, after: Model, method: str, output: Path) -> dict:
+    weights = sum(layer.in_features * layer.out_features for layer in after.layers)
+    return {
+        "model": before.name,
+        "method": method,
+        "output": str(output),
+        "layers": [
+            {
+                "name": old.name,
+                "in_features": old.in_features,
+                "out_features": old.out_features,
+                "nnz_before": old.nnz,
+                "nnz_after": new.nnz,
+                "density_after": new.density,
+            }
+            for old, new in zip(before.layers, after.layers)
+        ],
+        "total": {"nnz_before": before.nnz, "nnz_after": after.nnz, "density_after": after.nnz / weights},
+    }
 
 
 def _comparison(before: Model, after: Model, method: str) -> Table:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from ..ir import SEQUENTIAL
@@ -16,9 +15,7 @@ from ..schedule.boards import builtin_boards, load_board
 from ..schedule.cost_model import RESOURCE_KINDS, DesignEstimate, Resources
 from ..schedule.scheduler import DEFAULT_BATCH, OBJECTIVES, POLICIES
 from . import app
-from .common import model_argument, out, precision_option
-
-_FILE_WIDTH = 132
+from .common import model_argument, out, precision_option, print_table
 
 
 @app.command("schedule")
@@ -95,8 +92,7 @@ def schedule_command(
         click.echo(json.dumps(document, indent=2, allow_nan=False))
         return
     table = _table(estimate, f"{estimate.model} on {profile.name} ({profile.part}), {policy}, {objective}")
-    # A file or a pipe gets the whole table; a terminal gets its own width.
-    (out if out.is_terminal else Console(highlight=False, width=_FILE_WIDTH)).print(table)
+    print_table(table)
     throughput = estimate.vectors_per_s()
     out.print(
         f"interval {estimate.interval:,.1f} cycles, latency {estimate.latency:,.1f} cycles at "

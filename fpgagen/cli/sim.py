@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from ..arrays import read_array
-from ..design import model_from_manifest
 from ..errors import CheckFailed
 from ..manifest import read_manifest
 from ..simulate import SIMULATORS, run_rtl_simulation
-from ..vectors import golden_vectors, write_vectors
 from . import app
-from .common import err, out
+from .common import err, out, plural
+from .inputs import vectors_of
+from .progress import Steps
 
 RESULTS = "sim_results.json"
+SIM_VECTORS = "sim_vectors"
 
 
 @app.command()
@@ -26,9 +27,15 @@ RESULTS = "sim_results.json"
     "--inputs",
     "inputs_path",
     type=click.Path(path_type=Path),
-    help="Inputs (.npy) to simulate instead of OUTDIR/vectors; their golden outputs come from the model.",
+    help=f"Inputs (.npy) to simulate instead of OUTDIR/vectors; their golden outputs come from the model "
+    f"and are kept in OUTDIR/{SIM_VECTORS}, which `fpgagen report` then uses.",
 )
 @click.option("--waves", is_flag=True, help="Record waveforms (FST for Verilator, VCD for Icarus) in OUTDIR/sim_build.")
+@click.option(
+    "--keep-build",
+    is_flag=True,
+    help="Keep OUTDIR/sim_build after a passing run (it is always kept after a failing one, and with --waves).",
+)
 @click.option("--core", is_flag=True, help="Simulate the core with ap_ctrl_hs pins instead of the AXI4-Lite top.")
 @click.option(
     "--rtl",
@@ -38,31 +45,32 @@ RESULTS = "sim_results.json"
 )
 @click.option("--toplevel", help="Top module of --rtl [default: the design's top].")
 def sim(
-    outdir: Path, simulator: str, inputs_path: Path | None, waves: bool, core: bool, rtl_dir: Path | None,
-    toplevel: str | None,
+    outdir: Path, simulator: str, inputs_path: Path | None, waves: bool, keep_build: bool, core: bool,
+    rtl_dir: Path | None, toplevel: str | None,
 ) -> None:  # fmt: skip
     """Simulate OUTDIR/rtl with the cocotb testbench and compare with the golden model.
 
     Exit 0 when every output matches bit for bit, 1 at the first difference. Writes
-    OUTDIR/sim_results.json: cycles per vector, per layer busy and drain cycles, the simulator.
+    OUTDIR/sim_results.json: cycles per vector, per layer busy and drain cycles, the simulator and
+    the vectors simulated. The first Verilator build of a design takes a minute or more.
     """
     read_manifest(outdir)
-    options = {"simulator": simulator, "waves": waves, "core": core, "rtl": rtl_dir, "toplevel": toplevel}
-    with err.status(f"RTL simulation ({simulator})"):
-        if inputs_path is None:
-            results = run_rtl_simulation(outdir, outdir / "vectors", outdir / RESULTS, **options)
-        else:
-            model = model_from_manifest(outdir)
-            with tempfile.TemporaryDirectory(prefix="fpgagen-sim-") as folder:
-                write_vectors(model, golden_vectors(model, read_array(inputs_path), str(inputs_path)), Path(folder))
-                results = run_rtl_simulation(outdir, Path(folder), outdir / RESULTS, **options)
+    with Steps() as steps:
+        inputs = None if inputs_path is None else read_array(inputs_path)
+        vectors = vectors_of(outdir, inputs, inputs_path, SIM_VECTORS, steps)
+        results = run_rtl_simulation(
+            outdir, vectors, outdir / RESULTS, simulator=simulator, waves=waves, core=core, rtl=rtl_dir,
+            toplevel=toplevel, keep_build=keep_build, progress=steps,
+        )  # fmt: skip
     if not results["passed"]:
         m = results["first_mismatch"]
         raise CheckFailed(
             f"RTL differs from the golden model: layer {m['layer']}, vector {m['vector']}, index {m['index']}: "
-            f"expected {m['expected']}, got {m['got']}"
+            f"expected {m['expected']}, got {m['got']} (the build and its logs are in {outdir / results['build']})"
         )
     out.print(
-        f"RTL simulation passed ({simulator}): {results['vectors']} vectors bit-exact, "
+        f"RTL simulation passed ({simulator}): {plural(results['vectors'], 'vector')} bit-exact, "
         f"{results['cycles_per_vector']:.0f} cycles per vector"
     )
+    if results["build"]:
+        err.print(f"kept the build in {escape(str(outdir / results['build']))}")

