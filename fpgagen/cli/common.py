@@ -11,7 +11,7 @@ from ..numerics import DEFAULT_PRECISION
 
 # Results go to stdout; progress and notes to stderr, so `--json` output stays clean.
 out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 model_argument = click.argument("model", type=click.Path(path_type=Path))
 precision_option = click.option(
