@@ -1,25 +1,30 @@
 """OUTDIR/manifest.json: the machine-readable summary of a compiled design (docs/manifest.md).
 
-Written by `fpgagen compile`; read by `fpgagen csim/sim/synth/report`, the cocotb testbench and
-the tests. It also records how the design was made (model file, precision, calibration inputs,
-schedule), so the same quantized, scheduled model can be rebuilt for new inputs.
+Written by `fpgagen compile`; read by `fpgagen csim/sim/synth/report/predict`, the cocotb
+testbench and the tests. It also records how the design was made (model file, every fixed-point
+format, schedule), so the same quantized, scheduled model can be rebuilt for new inputs, and how
+far its numerics are from float.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from . import __version__
-from .arrays import read_array
+from .accuracy import Accuracy
 from .backends.engine_plan import EnginePlan
+from .backends.hls.emit import testbench_file
 from .backends.rtl.emit import ControlMap
 from .errors import FpgagenError
 from .frontend import load_model
-from .golden import flatten_inputs
 from .ir import Model, Schedule, Stage
-from .numerics import parse_precision
-from .passes.quantize import quantize
+from .numerics import FixedFormat, parse_precision
+from .passes.quantize import Formats, LayerFormats, apply_formats
 from .schedule.apply import apply_schedule
 from .schedule.boards import Board
 
@@ -27,7 +32,41 @@ SCHEMA = "fpgagen.manifest/1"
 NAME = "manifest.json"
 
 
-def build_manifest(model: Model, plan: EnginePlan, board: Board, source: Path | None, calib: Path | None) -> dict:
+@dataclass(frozen=True)
+class NumericsRecord:
+    """How the formats were chosen, and how far the design is from float."""
+
+    max_error: float | None  # the bound asked for with --max-error
+    margin: float | None  # measured ranges were widened by this (2: the guard bit); None: assumed ranges
+    accuracy: Accuracy | None  # error and saturation measured on calibration inputs or the test vectors
+
+    def to_dict(self) -> dict:
+        accuracy = self.accuracy.to_dict() if self.accuracy is not None else None
+        if accuracy is not None:
+            del accuracy["layers"]  # per layer, in layers[].saturated
+        return {
+            "max_error": self.max_error,
+            "ranges": "assumed" if self.margin is None else "calibration",
+            "calibration_margin": self.margin,
+            "measured": accuracy,
+        }
+
+
+def numerics_digest(model: Model) -> str:
+    """A fingerprint of a quantized model's integer weights, biases and formats: what a design
+    computes. A rebuilt model with another digest does not compute what the design does."""
+    digest = hashlib.sha256(str(model.input_format).encode())
+    for layer in model.layers:
+        num = layer.numerics
+        digest.update(f"{num.weight_format} {num.output_format} {num.lo_q} {num.hi_q} {num.acc_bits}".encode())
+        for array in (num.weights_q.indptr, num.weights_q.indices, num.weights_q.data, num.bias_q):
+            digest.update(np.ascontiguousarray(array, dtype=np.int64).tobytes())
+    return digest.hexdigest()
+
+
+def build_manifest(
+    model: Model, plan: EnginePlan, board: Board, source: Path | None, calib: Path | None, numerics: NumericsRecord
+) -> dict:
     schedule = model.schedule
     estimate = schedule.estimate.to_dict() if schedule.estimate is not None else None
     estimated_layers = {entry["name"]: entry for entry in (estimate or {}).get("layers", [])}
@@ -50,6 +89,7 @@ def build_manifest(model: Model, plan: EnginePlan, board: Board, source: Path | 
             "nnz": sum(layer.numerics.weights_q.nnz for layer in model.layers),
         },
         "precision": model.precision.name,
+        "numerics": numerics.to_dict() | {"digest": numerics_digest(model)},
         "board": {"name": board.name, "part": board.part, "clock_mhz": schedule.clock_mhz},
         "schedule": {
             "policy": schedule.policy,
@@ -60,9 +100,11 @@ def build_manifest(model: Model, plan: EnginePlan, board: Board, source: Path | 
                 for s in schedule.stages
             ],
         },
-        "layers": [_layer_entry(model, plan, index, estimated_layers) for index in range(len(model.layers))],
+        "layers": [
+            _layer_entry(model, plan, index, estimated_layers, numerics.accuracy) for index in range(len(model.layers))
+        ],
         "estimate": estimate,
-        "hls": {"folder": "hls", "top": plan.top},
+        "hls": {"folder": "hls", "top": plan.top, "testbench": testbench_file(plan.top)},
         "rtl": {
             "folder": "rtl",
             "toplevel": plan.top,
@@ -93,7 +135,7 @@ def build_manifest(model: Model, plan: EnginePlan, board: Board, source: Path | 
     }
 
 
-def _layer_entry(model: Model, plan: EnginePlan, index: int, estimated: dict) -> dict:
+def _layer_entry(model: Model, plan: EnginePlan, index: int, estimated: dict, accuracy: Accuracy | None) -> dict:
     layer = model.layers[index]
     numerics = layer.numerics
     stage_plan = plan.stages[layer.schedule.stage]
@@ -122,6 +164,7 @@ def _layer_entry(model: Model, plan: EnginePlan, index: int, estimated: dict) ->
         "beats": layer_plan.beats,
         "lane_efficiency": numerics.weights_q.nnz / max(1, layer_plan.beats * layer.schedule.pes),
         "estimate": estimated.get(layer.name),
+        "saturated": accuracy.layers[index].saturated if accuracy is not None else None,
     }
 
 
@@ -143,8 +186,8 @@ def read_manifest(outdir: Path) -> dict:
 
 
 def model_from_manifest(outdir: Path) -> Model:
-    """The quantized, scheduled model OUTDIR was compiled from: the same model file, precision,
-    calibration and schedule give the same fixed-point formats, so it computes what the design does."""
+    """The quantized, scheduled model OUTDIR was compiled from: the model file in the recorded
+    formats and schedule, so it computes exactly what the design does (checked by the digest)."""
     manifest = read_manifest(outdir)
     try:
         source = manifest["source"]
@@ -162,12 +205,28 @@ def model_from_manifest(outdir: Path) -> Model:
             policy=recorded["policy"],
             objective=recorded["objective"],
         )
-    except (KeyError, TypeError, ValueError) as exc:
+        layers = manifest["layers"]
+        formats = Formats(
+            FixedFormat.parse(layers[0]["formats"]["input"]),
+            tuple(
+                LayerFormats(
+                    FixedFormat.parse(layer["formats"]["weight"]), FixedFormat.parse(layer["formats"]["output"])
+                )
+                for layer in layers
+            ),
+        )
+        digest = manifest["numerics"]["digest"]
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise FpgagenError(f"{outdir}/{NAME}: incomplete manifest ({exc!r})") from None
     if not source.get("model"):
         raise FpgagenError(f"{outdir}: the design was not compiled from a model file; it cannot take new inputs")
     model = load_model(Path(source["model"]))
-    calib = None
-    if source.get("calib"):
-        calib = flatten_inputs(model, read_array(Path(source["calib"])), source["calib"])
-    return apply_schedule(quantize(model, precision, calib), schedule)
+    if len(model.layers) != len(formats.layers):
+        raise FpgagenError(f"{source['model']}: has changed since {outdir} was compiled from it; compile it again")
+    quantized = apply_formats(model, formats, precision)
+    if numerics_digest(quantized) != digest:
+        raise FpgagenError(
+            f"{source['model']}: has changed since {outdir} was compiled from it (its fixed-point weights differ); "
+            "compile it again"
+        )
+    return apply_schedule(quantized, schedule)

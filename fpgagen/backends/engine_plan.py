@@ -72,6 +72,11 @@ class StagePlan:
         return max(layer.acc_bits for layer in self.layers)
 
     @property
+    def weight_bits(self) -> int:
+        """Weight field of the stage's entries: its widest layer's (formats may differ per layer)."""
+        return max(layer.layer.numerics.weight_format.bits for layer in self.layers)
+
+    @property
     def start_bits(self) -> int:
         return max(bits_for(layer.beats) for layer in self.layers)
 
@@ -133,17 +138,12 @@ class EnginePlan:
     def sequential(self) -> list[StagePlan]:
         return [stage for stage in self.stages if stage.port is not None]
 
-    @property
-    def weight_bits(self) -> int:
-        return self.model.precision.weight_bits
-
 
 def plan_engine(model: Model) -> EnginePlan:
     """The engine parameters of a quantized, scheduled model."""
     schedule = model.schedule
     if schedule is None or not model.quantized:
         raise ValueError("plan a quantized, scheduled model")
-    product_bits = 16 + model.precision.weight_bits
     widest = max([model.in_features] + [layer.out_features for layer in model.layers])
     stages, channels = [], []
     in_lanes = schedule.in_lanes
@@ -155,6 +155,7 @@ def plan_engine(model: Model) -> EnginePlan:
         for index in stage.layers:
             layer = model.layers[index]
             layout = lane_layout(layer.numerics.weights_q, stage.pes)
+            product_bits = 16 + layer.numerics.weight_format.bits
             acc_bits = max(layer.numerics.acc_bits, product_bits + 1)
             layer_plans.append(LayerPlan(index, layer, layout, acc_bits, base))
             base += ceil_div(layout.beats * stage.pes * OFFCHIP_ENTRY_BYTES, AXI_4K) * AXI_4K

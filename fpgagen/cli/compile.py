@@ -7,16 +7,26 @@ from pathlib import Path
 
 import click
 
-from ..compile import CompileOptions, compile_model, default_outdir
+from ..accuracy import TEST_VECTORS
+from ..compile import CompileOptions, CompileSummary, compile_model
+from ..numerics import DEFAULT_PRECISION
+from ..outdir import DEFAULT_ROOT, default_name, default_output_folder
+from ..passes.formats import MAX_PRECISION
 from ..schedule.scheduler import OBJECTIVES, POLICIES
 from . import app
-from .common import calib_option, err, model_argument, out, precision_option
+from .common import calib_option, err, model_argument, out
+
+_SATURATED_SHOWN = 4  # layers named in the saturation line
 
 
 @app.command(name="compile")
 @model_argument
 @click.option(
-    "-o", "--out", "outdir", type=click.Path(path_type=Path), help="Output folder [default: hls_out/<model>]."
+    "-o",
+    "--out",
+    "outdir",
+    type=click.Path(path_type=Path),
+    help=f"Output folder: missing, empty or an earlier design [default: {DEFAULT_ROOT}/<model file name>].",
 )
 @click.option(
     "--board",
@@ -24,7 +34,17 @@ from .common import calib_option, err, model_argument, out, precision_option
     show_default=True,
     help="Built-in board (u280, u250, zcu104, pynq-z2) or a .yaml profile.",
 )
-@precision_option
+@click.option(
+    "--precision",
+    help=f"Fixed-point widths as wXaY (weights X bits, activations Y bits) [default: {DEFAULT_PRECISION}]; "
+    f"with --max-error, the widest widths allowed [default: {MAX_PRECISION.name}].",
+)
+@click.option(
+    "--max-error",
+    type=float,
+    help="Choose per-layer formats, the cheapest whose largest output error on the --calib inputs is at most "
+    "this fraction of the output range (0.01: 1%).",
+)
 @click.option(
     "--schedule",
     "policy",
@@ -46,17 +66,25 @@ from .common import calib_option, err, model_argument, out, precision_option
     help="Test vectors to write (the first rows of --calib, else random inputs).",
 )
 def compile_command(
-    model: Path, outdir: Path | None, board: str, precision: str, policy: str, objective: str,
-    calib: Path | None, pes: int | None, act_density: float | None, vector_count: int,
+    model: Path, outdir: Path | None, board: str, precision: str | None, max_error: float | None, policy: str,
+    objective: str, calib: Path | None, pes: int | None, act_density: float | None, vector_count: int,
 ) -> None:  # fmt: skip
     """Compile MODEL (ONNX, or a Graph Challenge TSV folder) into an FPGA design.
 
     Writes OUTDIR/hls (a Vitis HLS project), OUTDIR/rtl (Verilog), OUTDIR/vectors (golden test
     vectors), the off-chip weight images of sequential stages and OUTDIR/manifest.json. The folder
     appears only when complete. Verify it with `fpgagen csim` and `fpgagen sim`.
+
+    Prints the error against float on the --calib inputs (or warns that ranges were assumed) and
+    the values that saturate, per layer. With --max-error E, the formats are chosen per layer, the
+    cheapest that keep the error within E; an unreachable E is refused, naming the layer.
     """
-    options = CompileOptions(board, precision, policy, objective, calib, pes, act_density, vector_count)
-    target = outdir or default_outdir(model)
+    options = CompileOptions(board, precision, policy, objective, calib, pes, act_density, vector_count, max_error)
+    target = outdir
+    if target is None:
+        target = default_output_folder(model)
+        if target != DEFAULT_ROOT / default_name(model):
+            err.print(f"note: {DEFAULT_ROOT / default_name(model)} holds something else; writing {target}")
     with err.status("compiling") as status:
         summary = compile_model(model, target, options, step=lambda text: status.update(text))
     estimate = summary.model.schedule.estimate
@@ -70,3 +98,40 @@ def compile_command(
         f"  estimated {estimate.steady_vectors_per_s:.4g} vectors/s (interval {estimate.interval:.0f} cycles), "
         f"latency {estimate.latency:.0f} cycles at {summary.model.schedule.clock_mhz:g} MHz"
     )
+    _print_numerics(summary)
+
+
+def _print_numerics(summary: CompileSummary) -> None:
+    """The formats, the error against float and where values saturate."""
+    model, numerics = summary.model, summary.numerics
+    accuracy = numerics.accuracy
+    weights = sorted({layer.numerics.weight_format.bits for layer in model.layers})
+    acts = sorted({model.input_format.bits} | {layer.numerics.output_format.bits for layer in model.layers})
+    out.print(f"  formats: {_span(weights)}-bit weights, {_span(acts)}-bit activations (per layer in manifest.json)")
+    if accuracy.inputs == TEST_VECTORS:
+        err.print(
+            "[yellow]warning:[/] no --calib: activation ranges were assumed from inputs in [-1, 1]; inputs "
+            "beyond saturate, and the error on your data is unknown"
+        )
+        where = f"on the {accuracy.samples} test vectors (random inputs in the assumed range)"
+    else:
+        where = f"on the {accuracy.samples} calibration inputs"
+    bound = f" (bound {numerics.max_error:g})" if numerics.max_error is not None else ""
+    out.print(
+        f"  error against float {where}: max {accuracy.max_error:.3%}{bound}, mean {accuracy.mean_error:.3%} "
+        f"of the output range ({accuracy.output_range:.4g})"
+    )
+    if numerics.max_error is not None and numerics.margin == 1.0:
+        err.print("note: the bound needs every bit: ranges have no guard bit, inputs beyond the calibration saturate")
+    saturated = [
+        f"{layer.name} {layer.saturated} of {layer.values} ({layer.fraction:.2%})"
+        for layer in accuracy.saturated_layers
+    ]
+    if accuracy.input_saturated:
+        saturated.insert(0, f"inputs {accuracy.input_saturated} of {accuracy.input_values}")
+    more = f" and {len(saturated) - _SATURATED_SHOWN} more layers" if len(saturated) > _SATURATED_SHOWN else ""
+    out.print(f"  saturated values: {', '.join(saturated[:_SATURATED_SHOWN]) + more if saturated else 'none'}")
+
+
+def _span(bits: list[int]) -> str:
+    return f"{bits[0]}" if len(bits) == 1 else f"{bits[0]}-{bits[-1]}"

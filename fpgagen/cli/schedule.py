@@ -10,10 +10,9 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from ..arrays import read_array
+from ..arrays import read_calibration
 from ..errors import FpgagenError
 from ..frontend import load_model
-from ..golden import flatten_inputs
 from ..ir import SEQUENTIAL
 from ..numerics import parse_precision
 from ..passes.quantize import quantize
@@ -95,7 +94,7 @@ def schedule_command(
     if chosen is None:
         raise FpgagenError("scheduling needs a fixed-point precision such as w8a16; 'float' has no hardware")
     ir = load_model(model)
-    x = None if calib is None else flatten_inputs(ir, read_array(calib), str(calib))
+    x = read_calibration(ir, calib)
     quantized = quantize(ir, chosen, x)
     if act_density is not None:
         activity = Activity.uniform(quantized, act_density)

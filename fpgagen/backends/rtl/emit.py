@@ -128,12 +128,12 @@ def _dataflow_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dict:
     numerics = layer.layer.numerics
     files = {kind: f"mem/s{stage.index}_{kind}.mem" for kind in ("rows", "entries", "bias")}
     (memories.parent / files["rows"]).write_bytes(_row_table(layer, stage.start_bits, stage.count_bits))
-    (memories.parent / files["entries"]).write_bytes(_entries(layer, plan.weight_bits))
+    (memories.parent / files["entries"]).write_bytes(_entries(layer, stage.weight_bits))
     (memories.parent / files["bias"]).write_bytes(_bias_rows(layer, stage.pes, stage.acc_bits))
     parameters = [
         ("B", stage.in_lanes), ("P", stage.pes), ("IDX_W", plan.index_bits),
         ("N_IN", layer.layer.in_features), ("N_OUT", layer.layer.out_features), ("BEATS", max(1, layer.beats)),
-        ("START_W", stage.start_bits), ("CNT_W", stage.count_bits), ("W_BITS", plan.weight_bits),
+        ("START_W", stage.start_bits), ("CNT_W", stage.count_bits), ("W_BITS", stage.weight_bits),
         ("ACC_W", stage.acc_bits), ("SHIFT", numerics.shift), ("LO", numerics.lo_q), ("HI", numerics.hi_q),
         ("DENSE", int(stage.last)),
         ("ROWS_FILE", f'"{files["rows"]}"'), ("ENTRIES_FILE", f'"{files["entries"]}"'),
@@ -159,7 +159,7 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
     parameters = [
         ("B", stage.in_lanes), ("P", stage.pes), ("LAYERS", len(stage.layers)), ("IDX_W", plan.index_bits),
         ("DEPTH", stage.depth), ("ROWS", row_base), ("START_W", stage.start_bits), ("CNT_W", stage.count_bits),
-        ("W_BITS", plan.weight_bits), ("ACC_W", stage.acc_bits), ("BIAS_ROWS", bias_base),
+        ("W_BITS", stage.weight_bits), ("ACC_W", stage.acc_bits), ("BIAS_ROWS", bias_base),
         ("LOOP_DEPTH", stage.loop_depth), ("DENSE", int(stage.last)),
         ("DESC_FILE", f'"{files["desc"]}"'), ("ROWS_FILE", f'"{files["rows"]}"'),
         ("BIAS_FILE", f'"{files["bias"]}"'),
