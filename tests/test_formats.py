@@ -271,3 +271,15 @@ def test_predict_refuses_a_design_whose_model_file_changed(tmp_path, run_cli):
     onnx.save(proto, model)
     result = run_cli("predict", design, "--inputs", inputs, "--out", tmp_path / "y.npy")
     assert result.exit_code == 2 and f"{model}: has changed since {design} was compiled" in result.stderr
+
+
+def test_predict_states_its_error_against_float(tmp_path, run_cli):
+    model, calib, _ = random_mlp(4, tmp_path)
+    design = tmp_path / "design"
+    assert run_cli("compile", model, "--calib", calib, "-o", design).exit_code == 0
+    measured = read_manifest(design)["numerics"]["measured"]["max_error"]
+    on_design = run_cli("predict", design, "--inputs", calib, "--out", tmp_path / "y.npy")
+    assert f"error against float on these {CALIBRATION_ROWS} inputs: max {measured:.3%}" in on_design.stderr
+    assert "saturated values: " in on_design.stderr
+    floats = run_cli("predict", model, "--inputs", calib, "--out", tmp_path / "y.npy", "--precision", "float")
+    assert floats.exit_code == 0 and "error against float" not in floats.stderr

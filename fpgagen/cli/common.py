@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from ..accuracy import Accuracy
 from ..numerics import DEFAULT_PRECISION
 
 # Results go to stdout; progress and notes to stderr, so `--json` output stays clean.
@@ -25,3 +26,22 @@ calib_option = click.option(
     type=click.Path(path_type=Path),
     help="Calibration inputs (.npy, one sample per row) to measure activation ranges.",
 )
+
+_SATURATED_SHOWN = 4  # layers named in the saturation line
+
+
+def accuracy_lines(accuracy: Accuracy, where: str, bound: float | None = None) -> list[str]:
+    """The error against float `where` it was measured, and the values that saturated, per layer."""
+    asked = f" (bound {bound:g})" if bound is not None else ""
+    saturated = [
+        f"{layer.name} {layer.saturated} of {layer.values} ({layer.fraction:.2%})"
+        for layer in accuracy.saturated_layers
+    ]
+    if accuracy.input_saturated:
+        saturated.insert(0, f"inputs {accuracy.input_saturated} of {accuracy.input_values}")
+    more = f" and {len(saturated) - _SATURATED_SHOWN} more" if len(saturated) > _SATURATED_SHOWN else ""
+    error = (
+        f"error against float {where}: max {accuracy.max_error:.3%}{asked}, mean {accuracy.mean_error:.3%} "
+        f"of the output range ({accuracy.output_range:.4g})"
+    )
+    return [error, f"saturated values: {', '.join(saturated[:_SATURATED_SHOWN]) + more if saturated else 'none'}"]

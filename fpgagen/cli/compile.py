@@ -14,9 +14,7 @@ from ..outdir import DEFAULT_ROOT, default_name, default_output_folder
 from ..passes.formats import MAX_PRECISION
 from ..schedule.scheduler import OBJECTIVES, POLICIES
 from . import app
-from .common import calib_option, err, model_argument, out
-
-_SATURATED_SHOWN = 4  # layers named in the saturation line
+from .common import accuracy_lines, calib_option, err, model_argument, out
 
 
 @app.command(name="compile")
@@ -116,21 +114,10 @@ def _print_numerics(summary: CompileSummary) -> None:
         where = f"on the {accuracy.samples} test vectors (random inputs in the assumed range)"
     else:
         where = f"on the {accuracy.samples} calibration inputs"
-    bound = f" (bound {numerics.max_error:g})" if numerics.max_error is not None else ""
-    out.print(
-        f"  error against float {where}: max {accuracy.max_error:.3%}{bound}, mean {accuracy.mean_error:.3%} "
-        f"of the output range ({accuracy.output_range:.4g})"
-    )
+    for line in accuracy_lines(accuracy, where, numerics.max_error):
+        out.print(f"  {line}")
     if numerics.max_error is not None and numerics.margin == 1.0:
         err.print("note: the bound needs every bit: ranges have no guard bit, inputs beyond the calibration saturate")
-    saturated = [
-        f"{layer.name} {layer.saturated} of {layer.values} ({layer.fraction:.2%})"
-        for layer in accuracy.saturated_layers
-    ]
-    if accuracy.input_saturated:
-        saturated.insert(0, f"inputs {accuracy.input_saturated} of {accuracy.input_values}")
-    more = f" and {len(saturated) - _SATURATED_SHOWN} more layers" if len(saturated) > _SATURATED_SHOWN else ""
-    out.print(f"  saturated values: {', '.join(saturated[:_SATURATED_SHOWN]) + more if saturated else 'none'}")
 
 
 def _span(bits: list[int]) -> str:

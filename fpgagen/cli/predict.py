@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..accuracy import measure_accuracy
 from ..arrays import read_array, read_calibration, write_array
 from ..atomic import absolute
 from ..errors import FpgagenError
@@ -17,7 +18,7 @@ from ..manifest import model_from_manifest
 from ..numerics import DEFAULT_PRECISION, parse_precision
 from ..passes.quantize import quantize
 from . import app
-from .common import calib_option, err
+from .common import accuracy_lines, calib_option, err
 
 _NPY_MAGIC = b"\x93NUMPY"
 
@@ -60,6 +61,9 @@ def predict(source: Path, inputs_path: Path, out_path: Path, precision: str | No
         f"{source.name}: {x.shape[0]} inputs through {len(ir.layers)} layers in {seconds:.3f} s ({what}); "
         f"wrote {out_path} with shape {y.shape}"
     )
+    if ir.quantized:
+        for line in accuracy_lines(measure_accuracy(ir, x, "inputs"), f"on these {x.shape[0]} inputs"):
+            err.print(f"  {line}")
 
 
 def _model(path: Path, precision: str, calib: Path | None):
