@@ -113,11 +113,11 @@ def atomic_directory(
     work.chmod(0o777 & ~_umask())  # mkdtemp makes private folders; outputs get the usual mode
     try:
         yield work
+        os.replace(work, target)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         _remove_empty(created)
         raise
-    os.replace(work, target)
 
 
 @contextmanager

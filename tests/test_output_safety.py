@@ -143,6 +143,31 @@ def test_a_folder_being_written_by_a_live_run_is_left_alone(tmp_path, run_cli):
     assert busy.is_dir()
 
 
+def dead_pid() -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
+    return int(done.stdout)
+
+
+def test_a_replacement_killed_halfway_is_recognized_and_redone(tmp_path, run_cli):
+    """A kill in the middle of swapping a new design in: the manifest left first, into the `.old`
+    temporary, so the half-swapped folder is never taken for a design, but the next compile
+    recognizes it as its own and finishes the job."""
+    model = save_model(tmp_path / "model.onnx")
+    design = tmp_path / "design"
+    assert run_cli("compile", model, "-o", design).exit_code == 0
+    old = design / f".fpgagen-{dead_pid()}-abc123.old"
+    old.mkdir()
+    for name in ("manifest.json", "hls"):
+        (design / name).rename(old / name)
+    assert run_cli("csim", design).exit_code == 2  # no manifest: not a design
+    result = run_cli("compile", model, "-o", design)
+    assert result.exit_code == 0, result.stderr
+    assert temporaries(design) == [] and (design / "hls").is_dir()
+    assert read_manifest(design)["source"]["model"] == str(model)
+
+
 # -- predict --out ---------------------------------------------------------------------------------
 
 

@@ -8,11 +8,11 @@ layer (passes/quantize.py). The search keeps only candidates it has measured wit
 
 1. The widest formats the precision allows (w16a16 by default) must meet the bound, with the
    scales' guard bit or, failing that, without it; otherwise the bound is unreachable and the
-   error names the layer where it first breaks.
+   error names the layer that costs the most error.
 2. Uniform widths: for each activation width, the narrowest weight width that meets the bound
    (by bisection); the cheapest such pair is the starting point.
 3. Per layer: each width in turn, the most expensive first, is lowered by bisection as far as the
-   bound allows with the others held.
+   bound allows with the others held, and kept lower only if that is cheaper.
 
 The cost is what the cost model charges a layer for its formats (docs/cost-model.md): weight
 storage, nonzeros x weight bits, and three accumulator-wide words per output (the bias and the two
