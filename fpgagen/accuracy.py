@@ -70,13 +70,15 @@ def float_model(model: Model) -> Model:
     return replace(model, precision=None, input_format=None)
 
 
-def measure_accuracy(model: Model, x: np.ndarray, inputs: str) -> Accuracy:
-    """Error and saturation of the quantized `model` on flattened float inputs `x`."""
+def measure_accuracy(model: Model, x: np.ndarray, inputs: str, scale: float | None = None) -> Accuracy:
+    """Error and saturation of the quantized `model` on flattened float inputs `x`, relative to
+    `scale` (a design's output range, measured on its calibration inputs) or to the outputs' range."""
     reference = GoldenModel(float_model(model)).predict(x)
     golden = GoldenModel(model)
     x_q = golden.quantize_inputs(x)
     outputs = golden.run_q(x_q, trace=True)
-    errors = relative_error(reference, model.layers[-1].numerics.output_format.to_float(outputs[-1].toarray()))
+    scale = scale or output_scale(reference)
+    errors = np.abs(model.layers[-1].numerics.output_format.to_float(outputs[-1].toarray()) - reference) / scale
     fmt = model.input_format
     scaled = np.floor(x * math.ldexp(1.0, fmt.frac) + 0.5)
     layer_inputs = [sp.csr_array(x_q)] + outputs[:-1]
@@ -85,7 +87,7 @@ def measure_accuracy(model: Model, x: np.ndarray, inputs: str) -> Accuracy:
         samples=int(x.shape[0]),
         max_error=float(errors.max(initial=0.0)),
         mean_error=float(errors.mean()) if errors.size else 0.0,
-        output_range=output_scale(reference),
+        output_range=scale,
         input_saturated=int(np.count_nonzero((scaled > fmt.qmax) | (scaled < fmt.qmin))),
         input_values=int(x.size),
         layers=tuple(

@@ -83,10 +83,11 @@ def compile_model(
     if options.max_error is not None:
         step(f"choosing formats for an error of at most {options.max_error:g}")
         choice = choose_formats(model, calib, options.max_error, precision)
-        model, margin = choice.model, CALIBRATION_MARGIN if choice.guard_bit else 1.0
+        model, margin, goal = choice.model, choice.margin, choice.goal
     else:
         step("quantizing")
-        model, margin = quantize(model, precision, calib), CALIBRATION_MARGIN if calib is not None else None
+        model, goal = quantize(model, precision, calib), None
+        margin = CALIBRATION_MARGIN if calib is not None else None
     if options.act_density is not None:
         activity = Activity.uniform(model, options.act_density)
     elif calib is not None:
@@ -98,7 +99,7 @@ def compile_model(
     inputs = calib[: options.vectors] if calib is not None else default_inputs(model, options.vectors)
     step("measuring the error against float")
     accuracy = measure_accuracy(model, calib, CALIBRATION) if calib is not None else None
-    numerics = NumericsRecord(options.max_error, margin, accuracy)
+    numerics = NumericsRecord(options.max_error, goal, margin, accuracy)
     with atomic_directory(target, replaceable=is_design_entry, last=MANIFEST_NAME) as work:
         numerics = write_design(model, board, work, inputs, model_path, options.calib, step, numerics)
         written = sum(path.stat().st_size for path in work.rglob("*") if path.is_file())
@@ -133,7 +134,7 @@ def write_design(
         (folder / f"weights{stage.port}.bin").write_bytes(stage.offchip_image)
     step("computing test vectors")
     write_vectors(model, golden_vectors(model, inputs), folder / "vectors")
-    numerics = numerics or NumericsRecord(None, None, None)
+    numerics = numerics or NumericsRecord(None, None, None, None)
     if numerics.accuracy is None:
         numerics = replace(numerics, accuracy=_test_vector_accuracy(model, inputs))
     write_manifest(build_manifest(model, plan, board, source, calib, numerics), folder)

@@ -37,6 +37,7 @@ class NumericsRecord:
     """How the formats were chosen, and how far the design is from float."""
 
     max_error: float | None  # the bound asked for with --max-error
+    goal: float | None  # the error the format search kept within (passes/formats.py)
     margin: float | None  # measured ranges were widened by this (2: the guard bit); None: assumed ranges
     accuracy: Accuracy | None  # error and saturation measured on calibration inputs or the test vectors
 
@@ -46,6 +47,7 @@ class NumericsRecord:
             del accuracy["layers"]  # per layer, in layers[].saturated
         return {
             "max_error": self.max_error,
+            "search_goal": self.goal,
             "ranges": "assumed" if self.margin is None else "calibration",
             "calibration_margin": self.margin,
             "measured": accuracy,

@@ -3,7 +3,8 @@ and `fpgagen predict OUTDIR`.
 
 Errors are measured here against onnxruntime's float32 outputs, never against fpgagen's own float
 reference, as the largest output error relative to the output range (the definition in
-docs/numerics.md). Calibration and held-out inputs are drawn from one distribution.
+docs/numerics.md); on held-out inputs, drawn from the calibration inputs' distribution, relative
+to the output range on the calibration inputs (the range the design was made for).
 """
 
 from __future__ import annotations
@@ -28,10 +29,15 @@ CALIBRATION_ROWS = HELD_OUT_ROWS = 256
 FLOAT32_SLACK = 1e-4  # of the output range: onnxruntime's float32 against fpgagen's float64 reference
 
 
-def range_error(reference: np.ndarray, got: np.ndarray) -> float:
+def output_range(reference: np.ndarray) -> float:
+    """The outputs' range (for a constant output, its size): computed here, not by fpgagen."""
     spread = float(reference.max() - reference.min())
-    scale = spread if spread > 0 else (float(np.abs(reference).max()) or 1.0)  # a constant output: its size
-    return float(np.max(np.abs(got - reference)) / scale)
+    return spread if spread > 0 else (float(np.abs(reference).max()) or 1.0)
+
+
+def range_error(reference: np.ndarray, got: np.ndarray, scale: float | None = None) -> float:
+    """Largest |got - reference| relative to `scale`, by default the reference's own range."""
+    return float(np.max(np.abs(got - reference)) / (scale or output_range(reference)))
 
 
 def random_mlp(seed: int, folder: Path) -> tuple[Path, Path, Path]:
@@ -116,6 +122,28 @@ def test_an_unreachable_bound_names_the_layer_and_the_best_error(tmp_path, run_c
     widest = run_cli("compile", model, "--calib", calib, "--precision", "w16a16", "-o", tmp_path / "w16")
     assert widest.exit_code == 0
     assert read_manifest(tmp_path / "w16")["numerics"]["measured"]["max_error"] >= best
+
+
+@pytest.mark.parametrize("bound, margin", [(0.035, 2.0), (0.025, 1.0)], ids=["reserve", "reserve and guard bit"])
+def test_a_bound_the_widest_formats_barely_meet_gives_up_its_reserve(bound, margin, tmp_path, run_cli):
+    """The wide-range model's best errors: 2.9% with the guard bit, 2.0% without (see above)."""
+    model = wide_range_model(tmp_path / "wide.onnx")
+    calib = tmp_path / "calib.npy"
+    np.save(calib, np.random.default_rng(0).uniform(-1, 1, (64, 4)).astype(np.float32))
+    result = run_cli("compile", model, "--calib", calib, "--max-error", bound, "-o", tmp_path / "design")
+    assert result.exit_code == 0, result.stderr
+    assert "nothing of it is kept for inputs other than the calibration ones" in result.stderr
+    assert ("guard bit" in result.stderr) == (margin == 1.0)
+    numerics = read_manifest(tmp_path / "design")["numerics"]
+    assert numerics["search_goal"] == bound and numerics["calibration_margin"] == margin
+    assert numerics["measured"]["max_error"] <= bound
+
+
+def test_the_search_keeps_a_reserve_for_other_inputs(tmp_path):
+    model_path, calib_path, _ = random_mlp(10, tmp_path)
+    model = read_onnx(model_path)
+    choice = choose_formats(model, np.load(calib_path).reshape(CALIBRATION_ROWS, -1).astype(np.float64), 0.01)
+    assert choice.goal == pytest.approx(0.007) and choice.error <= 0.007 and choice.margin == 2.0
 
 
 def test_a_bound_below_16_bit_resolution_is_refused(tmp_path, run_cli):

@@ -30,8 +30,9 @@ calib_option = click.option(
 _SATURATED_SHOWN = 4  # layers named in the saturation line
 
 
-def accuracy_lines(accuracy: Accuracy, where: str, bound: float | None = None) -> list[str]:
-    """The error against float `where` it was measured, and the values that saturated, per layer."""
+def accuracy_lines(accuracy: Accuracy, where: str, bound: float | None = None, range_of: str = "") -> list[str]:
+    """The error against float `where` it was measured (relative to the output range, `range_of`
+    which inputs if not these), and the values that saturated, per layer."""
     asked = f" (bound {bound:g})" if bound is not None else ""
     saturated = [
         f"{layer.name} {layer.saturated} of {layer.values} ({layer.fraction:.2%})"
@@ -42,6 +43,6 @@ def accuracy_lines(accuracy: Accuracy, where: str, bound: float | None = None) -
     more = f" and {len(saturated) - _SATURATED_SHOWN} more" if len(saturated) > _SATURATED_SHOWN else ""
     error = (
         f"error against float {where}: max {accuracy.max_error:.3%}{asked}, mean {accuracy.mean_error:.3%} "
-        f"of the output range ({accuracy.output_range:.4g})"
+        f"of the output range{range_of} ({accuracy.output_range:.4g})"
     )
     return [error, f"saturated values: {', '.join(saturated[:_SATURATED_SHOWN]) + more if saturated else 'none'}"]

@@ -116,8 +116,16 @@ def _print_numerics(summary: CompileSummary) -> None:
         where = f"on the {accuracy.samples} calibration inputs"
     for line in accuracy_lines(accuracy, where, numerics.max_error):
         out.print(f"  {line}")
-    if numerics.max_error is not None and numerics.margin == 1.0:
-        err.print("note: the bound needs every bit: ranges have no guard bit, inputs beyond the calibration saturate")
+    if numerics.max_error is not None and numerics.goal == numerics.max_error:
+        err.print(
+            "note: the widest formats need the whole bound: nothing of it is kept for inputs other than the "
+            "calibration ones"
+            + (
+                "; nor do the ranges keep their guard bit: inputs beyond the calibration saturate"
+                if numerics.margin == 1.0
+                else ""
+            )
+        )
 
 
 def _span(bits: list[int]) -> str:

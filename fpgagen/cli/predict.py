@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from ..accuracy import measure_accuracy
+from ..accuracy import CALIBRATION, measure_accuracy
 from ..arrays import read_array, read_calibration, write_array
 from ..atomic import absolute
 from ..errors import FpgagenError
 from ..frontend import load_model
 from ..golden import GoldenModel, flatten_inputs
 from ..manifest import NAME as MANIFEST
-from ..manifest import model_from_manifest
+from ..manifest import model_from_manifest, read_manifest
 from ..numerics import DEFAULT_PRECISION, parse_precision
 from ..passes.quantize import quantize
 from . import app
@@ -46,10 +46,14 @@ def predict(source: Path, inputs_path: Path, out_path: Path, precision: str | No
     design of --precision would compute (calibrated by --calib), or the float reference.
     """
     _check_output(out_path, [source, inputs_path] + ([calib] if calib else []))
+    scale = None  # of the error: the range of these outputs, or a calibrated design's own
     if (source / MANIFEST).is_file():
         if precision is not None or calib is not None:
             raise FpgagenError(f"{source}: a compiled design computes in its own formats; drop --precision and --calib")
         ir, what = model_from_manifest(source), "the design's formats"
+        measured = read_manifest(source)["numerics"]["measured"]
+        if measured["inputs"] == CALIBRATION:
+            scale = measured["output_range"]
     else:
         ir, what = _model(source, precision or DEFAULT_PRECISION, calib)
     x = flatten_inputs(ir, read_array(inputs_path), str(inputs_path))
@@ -62,7 +66,9 @@ def predict(source: Path, inputs_path: Path, out_path: Path, precision: str | No
         f"wrote {out_path} with shape {y.shape}"
     )
     if ir.quantized:
-        for line in accuracy_lines(measure_accuracy(ir, x, "inputs"), f"on these {x.shape[0]} inputs"):
+        accuracy = measure_accuracy(ir, x, "inputs", scale)
+        design = " of the design's calibration" if scale is not None else ""
+        for line in accuracy_lines(accuracy, f"on these {x.shape[0]} inputs", range_of=design):
             err.print(f"  {line}")
 
 
