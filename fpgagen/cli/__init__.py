@@ -29,7 +29,7 @@ class _App(click.Group):
             click.secho(f"check failed: {exc}", err=True, fg="red")
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
-            click.secho("interrupted; nothing was written", err=True, fg="red")
+            click.secho("interrupted; no partial output is left behind", err=True, fg="red")
             ctx.exit(EXIT_INTERRUPTED)
         except OSError as exc:
             # The file system refused (permissions, a full disk, a path that cannot be made): bad input.
