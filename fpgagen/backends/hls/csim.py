@@ -1,9 +1,10 @@
 """C simulation of a generated HLS project: build its testbench with g++, run it, read its verdict.
 
-The testbench (the manifest's `hls.testbench`, tb_<top>.cpp) prints one line per outcome: `DESIGN ... nnz=<n>`, then either
-`PASS vectors=<n> seconds=<s>`, `MISMATCH layer=<name> vector=<n> index=<j> expected=<e> got=<g>`,
-or `ERROR <what>` (a broken channel protocol, a missing file). It exits 0, 1 (a difference) or 2
-(unusable vectors or weight images).
+The testbench (the manifest's `hls.testbench`, tb_<top>.cpp) prints one line per outcome:
+`DESIGN ... nnz=<n>`, then either `PASS vectors=<n> seconds=<s>`,
+`MISMATCH layer=<name> vector=<n> index=<j> expected=<e> got=<g>`, or `ERROR <what>` (a broken
+channel protocol, a missing file). It exits 0, 1 (a difference) or 2 (unusable vectors or weight
+images).
 """
 
 from __future__ import annotations
