@@ -8,6 +8,8 @@ import numpy as np
 
 from .atomic import atomic_file
 from .errors import FpgagenError
+from .golden import flatten_inputs
+from .ir import Model
 
 
 def read_array(path: Path | None) -> np.ndarray | None:
@@ -26,3 +28,13 @@ def read_array(path: Path | None) -> np.ndarray | None:
 def write_array(path: Path, array: np.ndarray) -> None:
     with atomic_file(path) as work, open(work, "wb") as handle:
         np.save(handle, array)
+
+
+def read_calibration(model: Model, path: Path | None) -> np.ndarray | None:
+    """Calibration inputs for `model` from a .npy file (None without one): at least one row."""
+    if path is None:
+        return None
+    calib = flatten_inputs(model, read_array(path), str(path))
+    if calib.shape[0] == 0:
+        raise FpgagenError(f"{path}: holds no rows; calibration needs at least one sample")
+    return calib

@@ -1,8 +1,10 @@
 """`fpgagen compile`: model file in, complete design folder out.
 
-The front half (fpgagen.prepare: read, quantize, measure activity, schedule), then the engine plan
-and the back ends: HLS and RTL, the off-chip weight images, test vectors and the manifest. The
-folder is built beside the target and moved into place only when complete.
+The front half (fpgagen.prepare: read, quantize or choose per-layer formats for --max-error,
+measure activity, schedule), then the error against float, test vectors that reach every layer,
+the engine plan and the back ends: HLS and RTL, the off-chip weight images, the vectors and the
+manifest. The output folder must be missing, empty or an earlier design (outdir.py); the design
+appears in it only when complete (atomic.py).
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ from pathlib import Path
 
 import numpy as np
 
+from .accuracy import CALIBRATION, TEST_VECTORS, Accuracy, measure_accuracy
 from .atomic import atomic_directory
 from .backends.hls.emit import emit_hls
 from .backends.rtl.emit import emit_rtl
 from .engine import plan_engine
 from .errors import FpgagenError
-from .frontend import load_model
+from .golden import flatten_inputs
 from .ir import Model
-from .manifest import build_manifest, write_manifest
+from .manifest import NAME as MANIFEST_NAME
+from .manifest import NumericsRecord, build_manifest, write_manifest
+from .outdir import check_output_folder, is_design_entry
 from .prepare import FrontOptions, prepare
 from .schedule.boards import Board, load_board
 from .schedule.cost_model import Activity, CostModel
@@ -32,17 +37,21 @@ from .vectors import DEFAULT_COUNT, ChosenInputs, calibration_inputs, golden_vec
 @dataclass(frozen=True)
 class CompileOptions:
     board: str | Path = "u280"  # a built-in board's name or the path of a .yaml profile
-    precision: str = "w8a16"
+    precision: str | None = None  # DEFAULT_PRECISION; with max_error the widest allowed, MAX_PRECISION
     policy: str = "auto"
     objective: str = "throughput"
     calib: Path | None = None
     pes: int | None = None
     act_density: float | None = None
     vectors: int = DEFAULT_COUNT
+    max_error: float | None = None  # choose per-layer formats within this error (passes/formats.py)
 
     @property
     def front(self) -> FrontOptions:
-        return FrontOptions(self.precision, self.policy, self.objective, self.calib, self.pes, self.act_density)
+        return FrontOptions(
+            self.precision, self.policy, self.objective, self.calib, self.pes, self.act_density,
+            max_error=self.max_error,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -51,10 +60,7 @@ class CompileSummary:
     model: Model
     seconds: float
     bytes_written: int
-
-
-def default_outdir(model_path: Path) -> Path:
-    return Path("hls_out") / load_model(model_path).name
+    numerics: NumericsRecord
 
 
 def compile_model(
@@ -67,18 +73,23 @@ def compile_model(
     started = time.perf_counter()
     if options.vectors < 1:
         raise FpgagenError(f"--vectors {options.vectors}: at least one test vector is needed")
+    options.front.chosen_precision()  # a bad precision is refused before any work
+    target = check_output_folder(outdir, [model_path] + ([options.calib] if options.calib else []))
     board = load_board(options.board)
     prepared = prepare(model_path, board, options.front, step=step)
     model, calib = prepared.model, prepared.calib
+    step("measuring the error against float")
+    accuracy = measure_accuracy(model, calib, CALIBRATION) if calib is not None else None
+    numerics = NumericsRecord(options.max_error, prepared.goal, prepared.margin, accuracy)
     step("choosing test vectors that reach every layer")
     if calib is not None:
         inputs = calibration_inputs(model, calib, options.vectors)
     else:
         inputs = synthetic_inputs(model, options.vectors)
-    with atomic_directory(Path(outdir)) as work:
-        write_design(model, board, work, inputs, model_path, options.calib, step)
+    with atomic_directory(target, replaceable=is_design_entry, last=MANIFEST_NAME) as work:
+        numerics = write_design(model, board, work, inputs, model_path, options.calib, step, numerics)
         written = sum(path.stat().st_size for path in work.rglob("*") if path.is_file())
-    return CompileSummary(Path(outdir), model, time.perf_counter() - started, written)
+    return CompileSummary(Path(outdir), model, time.perf_counter() - started, written, numerics)
 
 
 def write_design(
@@ -89,10 +100,12 @@ def write_design(
     source: Path | None = None,
     calib: Path | None = None,
     step: Callable[[str], None] = lambda _: None,
-) -> None:
+    numerics: NumericsRecord | None = None,
+) -> NumericsRecord:
     """Write every output of a quantized, scheduled model into `folder` (`source`: its model file,
     recorded so that the design can be re-simulated on new inputs). A schedule made by hand gets
-    the cost model's estimate here, with the activity of `inputs`."""
+    the cost model's estimate here, with the activity of `inputs`. Without a measured error
+    (`numerics`), the error and saturation are measured on `inputs`; the record is returned."""
     if not isinstance(inputs, ChosenInputs):
         inputs = ChosenInputs(np.asarray(inputs), "inputs given to write_design")
     if model.schedule.estimate is None:
@@ -109,4 +122,12 @@ def write_design(
         (folder / plan.interface.ports[stage.port].image).write_bytes(stage.offchip_image)
     step("computing test vectors")
     write_vectors(model, golden_vectors(model, inputs.x, inputs.source), folder / "vectors")
-    write_manifest(build_manifest(plan, source, calib), folder)
+    numerics = numerics or NumericsRecord(None, None, None, None)
+    if numerics.accuracy is None:
+        numerics = replace(numerics, accuracy=_test_vector_accuracy(model, inputs.x))
+    write_manifest(build_manifest(plan, source, calib, numerics), folder)
+    return numerics
+
+
+def _test_vector_accuracy(model: Model, inputs: np.ndarray) -> Accuracy:
+    return measure_accuracy(model, flatten_inputs(model, inputs), TEST_VECTORS)

@@ -8,19 +8,59 @@ calibration inputs, board, schedule) so the same quantized, scheduled model can 
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
+
 from . import __version__
+from .accuracy import Accuracy
+from .backends.hls.emit import testbench_file
 from .engine import EnginePlan
 from .errors import FpgagenError
+from .ir import Model
 
 SCHEMA = "fpgagen.manifest/1"
 NAME = "manifest.json"
 
 
-def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None) -> dict:
+@dataclass(frozen=True)
+class NumericsRecord:
+    """How the formats were chosen, and how far the design is from float."""
+
+    max_error: float | None  # the bound asked for with --max-error
+    goal: float | None  # the error the format search kept within (passes/formats.py)
+    margin: float | None  # measured ranges were widened by this (2: the guard bit); None: assumed ranges
+    accuracy: Accuracy | None  # error and saturation measured on calibration inputs or the test vectors
+
+    def to_dict(self) -> dict:
+        accuracy = self.accuracy.to_dict() if self.accuracy is not None else None
+        if accuracy is not None:
+            del accuracy["layers"]  # per layer, in layers[].saturated
+        return {
+            "max_error": self.max_error,
+            "search_goal": self.goal,
+            "ranges": "assumed" if self.margin is None else "calibration",
+            "calibration_margin": self.margin,
+            "measured": accuracy,
+        }
+
+
+def numerics_digest(model: Model) -> str:
+    """A fingerprint of a quantized model's integer weights, biases and formats: what a design
+    computes. A rebuilt model with another digest does not compute what the design does."""
+    digest = hashlib.sha256(str(model.input_format).encode())
+    for layer in model.layers:
+        num = layer.numerics
+        digest.update(f"{num.weight_format} {num.output_format} {num.lo_q} {num.hi_q} {num.acc_bits}".encode())
+        for array in (num.weights_q.indptr, num.weights_q.indices, num.weights_q.data, num.bias_q):
+            digest.update(np.ascontiguousarray(array, dtype=np.int64).tobytes())
+    return digest.hexdigest()
+
+
+def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None, numerics: NumericsRecord) -> dict:
     model, board, interface = plan.model, plan.board, plan.interface
     schedule = model.schedule
     estimate = schedule.estimate.to_dict() if schedule.estimate is not None else None
@@ -43,6 +83,7 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None) ->
             "nnz": sum(layer.numerics.weights_q.nnz for layer in model.layers),
         },
         "precision": model.precision.name,
+        "numerics": numerics.to_dict() | {"digest": numerics_digest(model)},
         "board": asdict(board),
         "schedule": {
             "policy": schedule.policy,
@@ -53,7 +94,9 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None) ->
                 for s in schedule.stages
             ],
         },
-        "layers": [_layer_entry(plan, index, estimated_layers) for index in range(len(model.layers))],
+        "layers": [
+            _layer_entry(plan, index, estimated_layers, numerics.accuracy) for index in range(len(model.layers))
+        ],
         "engine": {
             "channels": [
                 {"lanes": c.lanes, "length": c.length, "item_bits": c.item_bits, "lane_depth": c.lane_depth}
@@ -63,7 +106,7 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None) ->
             "reader": {"memories": [asdict(memory) for memory in plan.reader_memories]},
         },
         "estimate": estimate,
-        "hls": {"folder": "hls", "top": plan.top},
+        "hls": {"folder": "hls", "top": plan.top, "testbench": testbench_file(plan.top)},
         "rtl": {
             "folder": "rtl",
             "toplevel": plan.top,
@@ -93,7 +136,7 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None) ->
     }
 
 
-def _layer_entry(plan: EnginePlan, index: int, estimated: dict) -> dict:
+def _layer_entry(plan: EnginePlan, index: int, estimated: dict, accuracy: Accuracy | None) -> dict:
     layer_plan = plan.layer(index)
     layer = layer_plan.layer
     numerics = layer.numerics
@@ -122,6 +165,7 @@ def _layer_entry(plan: EnginePlan, index: int, estimated: dict) -> dict:
         "beats": shape.beats,
         "lane_efficiency": numerics.weights_q.nnz / max(1, shape.beats * shape.pes),
         "estimate": estimated.get(layer.name),
+        "saturated": accuracy.layers[index].saturated if accuracy is not None else None,
     }
 
 

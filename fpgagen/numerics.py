@@ -42,6 +42,17 @@ class FixedFormat:
     def __str__(self) -> str:
         return f"Q{self.bits}.{self.frac}"
 
+    @classmethod
+    def parse(cls, text: str) -> FixedFormat:
+        """The format `str` wrote, such as Q16.9 (or Q8.-3)."""
+        match = _FORMAT_RE.match(str(text))
+        if not match:
+            raise ValueError(f"{text!r} is not a fixed-point format such as Q16.9")
+        return cls(int(match[1]), int(match[2]))
+
+
+_FORMAT_RE = re.compile(r"^Q(\d+)\.(-?\d+)$")
+
 
 @dataclass(frozen=True)
 class Precision:

@@ -1,8 +1,9 @@
 """The front half of the compiler: a model file to a quantized, scheduled model.
 
-read -> quantize -> measure activity -> schedule. `fpgagen compile` goes on from here to the back
-ends; `fpgagen schedule` prints the result; a design folder read back (fpgagen.design) goes through
-the same steps with the schedule it recorded, so it computes exactly what its hardware does.
+read -> quantize (or choose per-layer formats within --max-error) -> measure activity -> schedule.
+`fpgagen compile` goes on from here to the back ends; `fpgagen schedule` prints the result; a
+design folder read back (fpgagen.design) goes through the same steps with the formats and the
+schedule it recorded, so it computes exactly what its hardware does.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .arrays import read_array
+from .arrays import read_calibration
 from .errors import FpgagenError
 from .frontend import load_model
-from .golden import flatten_inputs
 from .ir import Model, Schedule
-from .numerics import parse_precision
-from .passes.quantize import quantize
+from .numerics import DEFAULT_PRECISION, Precision, parse_precision
+from .passes.formats import MAX_PRECISION, choose_formats
+from .passes.quantize import CALIBRATION_MARGIN, Formats, apply_formats, quantize
 from .schedule.apply import apply_schedule
 from .schedule.boards import Board
 from .schedule.cost_model import Activity
@@ -30,43 +31,74 @@ from .schedule.scheduler import DEFAULT_BATCH, schedule
 class FrontOptions:
     """What the front half needs besides the model file and the board."""
 
-    precision: str = "w8a16"
+    precision: str | None = None  # DEFAULT_PRECISION; with max_error the widest allowed, MAX_PRECISION
     policy: str = "auto"
     objective: str = "throughput"
     calib: Path | None = None
     pes: int | None = None
     act_density: float | None = None
     batch: int = DEFAULT_BATCH
+    max_error: float | None = None  # choose per-layer formats within this error (passes/formats.py)
+
+    def chosen_precision(self) -> Precision:
+        default = MAX_PRECISION.name if self.max_error is not None else DEFAULT_PRECISION
+        precision = parse_precision(self.precision or default)
+        if precision is None:
+            raise FpgagenError(
+                f"precision {self.precision} has no hardware; choose a fixed-point precision such as w8a16"
+            )
+        return precision
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The decisions a compiled design recorded: applied instead of made again."""
+
+    formats: Formats
+    precision: Precision
+    schedule: Schedule
 
 
 @dataclass(frozen=True, eq=False)
 class Prepared:
     model: Model  # quantized and scheduled
     calib: np.ndarray | None  # the calibration inputs, flattened (None without --calib)
-    activity: Activity
+    activity: Activity | None  # what the scheduler assumed (None for a recorded schedule)
+    goal: float | None = None  # the error the format search kept within
+    margin: float | None = None  # measured ranges were widened by this; None: ranges were assumed
 
 
 def prepare(
     model_path: Path,
     board: Board,
     options: FrontOptions = FrontOptions(),
-    recorded: Schedule | None = None,
+    recorded: Recorded | None = None,
     step: Callable[[str], None] = lambda _: None,
 ) -> Prepared:
-    """Read, quantize and schedule `model_path` for `board`; with `recorded`, apply that schedule
-    instead of choosing one. `step` hears each step's name."""
-    precision = parse_precision(options.precision)
-    if precision is None:
-        raise FpgagenError(
-            f"precision {options.precision} has no hardware; choose a fixed-point precision such as w8a16"
-        )
+    """Read, quantize and schedule `model_path` for `board`; with `recorded`, apply its formats and
+    schedule instead of choosing them. `step` hears each step's name."""
+    precision = options.chosen_precision() if recorded is None else recorded.precision
+    if options.max_error is not None and options.calib is None:
+        raise FpgagenError("--max-error needs --calib: the error is measured on the calibration inputs")
     step("reading the model")
     model = load_model(model_path)
-    calib = None
-    if options.calib is not None:
-        calib = flatten_inputs(model, read_array(options.calib), str(options.calib))
-    step("quantizing")
-    model = quantize(model, precision, calib)
+    calib = read_calibration(model, options.calib)
+    goal = margin = None
+    if recorded is not None:
+        if len(model.layers) != len(recorded.formats.layers):
+            raise FpgagenError(
+                f"{model_path}: has {len(model.layers)} layers; the design was compiled from another model"
+            )
+        model = apply_formats(model, recorded.formats, precision)
+        return Prepared(apply_schedule(model, recorded.schedule), calib, None)
+    if options.max_error is not None:
+        step(f"choosing formats for an error of at most {options.max_error:g}")
+        choice = choose_formats(model, calib, options.max_error, precision)
+        model, margin, goal = choice.model, choice.margin, choice.goal
+    else:
+        step("quantizing")
+        model = quantize(model, precision, calib)
+        margin = CALIBRATION_MARGIN if calib is not None else None
     if options.act_density is not None:
         activity = Activity.uniform(model, options.act_density)
     elif calib is not None:
@@ -74,8 +106,5 @@ def prepare(
     else:
         activity = Activity.uniform(model)
     step("scheduling")
-    if recorded is not None:
-        model = apply_schedule(model, recorded)
-    else:
-        model = schedule(model, board, options.policy, options.objective, activity, options.batch, options.pes)
-    return Prepared(model, calib, activity)
+    model = schedule(model, board, options.policy, options.objective, activity, options.batch, options.pes)
+    return Prepared(model, calib, activity, goal, margin)

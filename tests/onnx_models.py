@@ -12,9 +12,11 @@ The opset cycles with the seed, so any 13 consecutive seeds cover every opset.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 MIN_OPSET, MAX_OPSET = 9, 21
@@ -60,6 +62,19 @@ def sparse_tensor(name: str, matrix: np.ndarray) -> onnx.SparseTensorProto:
     return helper.make_sparse_tensor(values, indices, list(matrix.shape))
 
 
+def onnxruntime_outputs(path: Path, inputs: np.ndarray) -> np.ndarray:
+    """The model's outputs in float32 by onnxruntime: the reference fpgagen is checked against."""
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: inputs})[0]
+
+
+def random_inputs(rng: np.random.Generator, count: int, sample_shape: tuple[int, ...]) -> np.ndarray:
+    """Inputs as `random_chain` draws them: standard normal, about 30% zeros, float32."""
+    inputs = rng.standard_normal((count, *sample_shape)).astype(np.float32)
+    inputs[rng.random(inputs.shape) < 0.3] = 0.0  # zero activations are the case fpgagen skips
+    return inputs
+
+
 def random_chain(seed: int) -> RandomChain:
     """One random model from the supported subset, with a random batch of inputs for it."""
     rng = np.random.default_rng(seed)
@@ -74,10 +89,7 @@ def random_chain(seed: int) -> RandomChain:
         builder.activations()
     builder.maybe_pass_through()
     model = builder.finish(sample_shape)
-    batch = int(rng.integers(2, 9))
-    inputs = rng.standard_normal((batch, *sample_shape)).astype(np.float32)
-    inputs[rng.random(inputs.shape) < 0.3] = 0.0  # zero activations are the case fpgagen skips
-    return RandomChain(model, inputs)
+    return RandomChain(model, random_inputs(rng, int(rng.integers(2, 9)), sample_shape))
 
 
 @dataclass

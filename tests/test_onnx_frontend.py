@@ -13,11 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 import scipy.sparse as sp
 from onnx import TensorProto, helper, numpy_helper
-from onnx_models import build_model, random_chain, sparse_tensor
+from onnx_models import build_model, onnxruntime_outputs, random_chain, sparse_tensor
 
 from fpgagen.frontend import read_onnx
 from fpgagen.frontend.onnx_writer import write_onnx
@@ -26,11 +25,6 @@ from fpgagen.ir import Activation, Layer, Model, sparse_weights
 
 SEEDS = range(52)  # four models per opset from 9 to 21
 TOLERANCE = 1e-5  # relative to the largest output: float32 (onnxruntime) against float64 (ours)
-
-
-def onnxruntime_outputs(path: Path, inputs: np.ndarray) -> np.ndarray:
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    return session.run(None, {session.get_inputs()[0].name: inputs})[0]
 
 
 def predict(run_cli, model: Path, inputs: np.ndarray, folder: Path):

@@ -64,7 +64,7 @@ def test_compile_without_calibration_writes_vectors_that_reach_every_layer(tmp_p
     write_onnx(network(1024, 8), tmp_path / "gc.onnx")
     result = run_cli("compile", tmp_path / "gc.onnx", "-o", tmp_path / "design", "--vectors", 6)
     assert result.exit_code == 0, result.stderr
-    assert "warning" not in result.stderr
+    assert "no test vector gives" not in result.stderr  # every layer gets work
     assert "6 test vectors: random inputs" in result.stdout
     vectors = read_vectors(tmp_path / "design" / "vectors")
     assert vectors.batch == 6 and vectors.source.startswith("random inputs")

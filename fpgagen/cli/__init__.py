@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import signal
+import traceback
+
 import click
 
 from .. import __version__
 from ..errors import CheckFailed, FpgagenError
 
+EXIT_INTERNAL, EXIT_INTERRUPTED = 3, 130
+
 
 class _App(click.Group):
-    """Maps fpgagen's two error kinds to their exit codes: 2 for bad input, 1 for a failed check."""
+    """Maps every way a command can stop to its exit code (README.md, "Exit codes"): 1 a failed
+    check, 2 bad input (a message, no traceback), 3 an internal error (the traceback only with
+    --debug), 130 interrupted. Outputs are written atomically, so none of these leaves a partial
+    file or folder behind."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -20,18 +28,45 @@ class _App(click.Group):
         except CheckFailed as exc:
             click.secho(f"check failed: {exc}", err=True, fg="red")
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.secho("interrupted; no partial output is left behind", err=True, fg="red")
+            ctx.exit(EXIT_INTERRUPTED)
+        except OSError as exc:
+            # The file system refused (permissions, a full disk, a path that cannot be made): bad input.
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.secho(f"error: {where}{exc.strerror or exc}", err=True, fg="red")
+            ctx.exit(FpgagenError.exit_code)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise  # click's own usage errors (exit 2), --help and ctx.exit
+        except Exception as exc:  # noqa: BLE001  (anything else is fpgagen's own fault)
+            if ctx.params.get("debug"):
+                traceback.print_exc()
+            click.secho(
+                f"internal error: {type(exc).__name__}: {exc}\n"
+                "This is a bug in fpgagen; please report it with the output of `fpgagen --debug ...`.",
+                err=True,
+                fg="red",
+            )
+            ctx.exit(EXIT_INTERNAL)
 
 
 @click.group(cls=_App, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="fpgagen")
-def app() -> None:
+@click.option("--debug", is_flag=True, help="Print the traceback of an internal error.")
+def app(debug: bool) -> None:
     """Compile sparse neural networks (ONNX or Graph Challenge TSV) into FPGA accelerators.
 
-    Exit codes: 0 success, 1 a verification found a difference, 2 bad input.
+    Exit codes: 0 success, 1 a verification found a difference, 2 bad input, 3 an internal error,
+    130 interrupted (Ctrl-C or SIGTERM).
     """
 
 
+def _terminate(signum: int, frame) -> None:
+    raise KeyboardInterrupt  # cleaned up and reported like Ctrl-C
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminate)
     app(prog_name="fpgagen")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from ..arrays import read_array
+from ..arrays import read_calibration
 from ..frontend import load_model
 from ..passes.analyze import Analysis, Spread, analyze
 from . import app
@@ -46,7 +46,7 @@ def analyze_command(model: Path, calib: Path | None, pes: int, precision: str, a
     error, fraction of inputs with the same argmax).
     """
     ir = load_model(model)
-    result = analyze(ir, pes=pes, calib=read_array(calib), precision=precision)
+    result = analyze(ir, pes=pes, calib=read_calibration(ir, calib), precision=precision)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
         return

@@ -8,6 +8,7 @@ import click
 from rich.console import Console, RenderableType
 from rich.measure import Measurement
 
+from ..accuracy import Accuracy
 from ..numerics import DEFAULT_PRECISION
 
 # Results go to stdout; progress and notes to stderr, so `--json` output stays clean. Lines are
@@ -51,3 +52,24 @@ def plural(count: int, noun: str) -> str:
         return f"{count} {noun}"
     suffix = "es" if noun.endswith(("s", "x", "ch", "sh")) else "s"
     return f"{count} {noun}{suffix}"
+
+
+_SATURATED_SHOWN = 4  # layers named in the saturation line
+
+
+def accuracy_lines(accuracy: Accuracy, where: str, bound: float | None = None, range_of: str = "") -> list[str]:
+    """The error against float `where` it was measured (relative to the output range, `range_of`
+    which inputs if not these), and the values that saturated, per layer."""
+    asked = f" (bound {bound:g})" if bound is not None else ""
+    saturated = [
+        f"{layer.name} {layer.saturated} of {layer.values} ({layer.fraction:.2%})"
+        for layer in accuracy.saturated_layers
+    ]
+    if accuracy.input_saturated:
+        saturated.insert(0, f"inputs {accuracy.input_saturated} of {accuracy.input_values}")
+    more = f" and {len(saturated) - _SATURATED_SHOWN} more" if len(saturated) > _SATURATED_SHOWN else ""
+    error = (
+        f"error against float {where}: max {accuracy.max_error:.3%}{asked}, mean {accuracy.mean_error:.3%} "
+        f"of the output range{range_of} ({accuracy.output_range:.4g})"
+    )
+    return [error, f"saturated values: {', '.join(saturated[:_SATURATED_SHOWN]) + more if saturated else 'none'}"]

@@ -8,18 +8,26 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from ..compile import CompileOptions, compile_model, default_outdir
+from ..accuracy import TEST_VECTORS
+from ..compile import CompileOptions, CompileSummary, compile_model
+from ..numerics import DEFAULT_PRECISION
+from ..outdir import DEFAULT_ROOT, default_name, default_output_folder
+from ..passes.formats import MAX_PRECISION
 from ..schedule.scheduler import OBJECTIVES, POLICIES
 from ..vectors import idle_layers, read_vectors
 from . import app
-from .common import calib_option, err, model_argument, out, plural, precision_option
+from .common import accuracy_lines, calib_option, err, model_argument, out, plural
 from .progress import Steps
 
 
 @app.command(name="compile")
 @model_argument
 @click.option(
-    "-o", "--out", "outdir", type=click.Path(path_type=Path), help="Output folder [default: hls_out/<model>]."
+    "-o",
+    "--out",
+    "outdir",
+    type=click.Path(path_type=Path),
+    help=f"Output folder: missing, empty or an earlier design [default: {DEFAULT_ROOT}/<model file name>].",
 )
 @click.option(
     "--board",
@@ -27,7 +35,17 @@ from .progress import Steps
     show_default=True,
     help="Built-in board (u280, u250, zcu104, pynq-z2) or a .yaml profile.",
 )
-@precision_option
+@click.option(
+    "--precision",
+    help=f"Fixed-point widths as wXaY (weights X bits, activations Y bits) [default: {DEFAULT_PRECISION}]; "
+    f"with --max-error, the widest widths allowed [default: {MAX_PRECISION.name}].",
+)
+@click.option(
+    "--max-error",
+    type=float,
+    help="Choose per-layer formats, the cheapest whose largest output error on the --calib inputs is at most "
+    "this fraction of the output range (0.01: 1%).",
+)
 @click.option(
     "--schedule",
     "policy",
@@ -50,17 +68,25 @@ from .progress import Steps
     "it has such rows), else random inputs chosen so that every layer has work.",
 )
 def compile_command(
-    model: Path, outdir: Path | None, board: str, precision: str, policy: str, objective: str,
-    calib: Path | None, pes: int | None, act_density: float | None, vector_count: int,
+    model: Path, outdir: Path | None, board: str, precision: str | None, max_error: float | None, policy: str,
+    objective: str, calib: Path | None, pes: int | None, act_density: float | None, vector_count: int,
 ) -> None:  # fmt: skip
     """Compile MODEL (ONNX, or a Graph Challenge TSV folder) into an FPGA design.
 
     Writes OUTDIR/hls (a Vitis HLS project), OUTDIR/rtl (Verilog), OUTDIR/vectors (golden test
     vectors), the off-chip weight images of sequential stages and OUTDIR/manifest.json. The folder
     appears only when complete. Verify it with `fpgagen csim` and `fpgagen sim`.
+
+    Prints the error against float on the --calib inputs (or warns that ranges were assumed) and
+    the values that saturate, per layer. With --max-error E, the formats are chosen per layer, the
+    cheapest that keep the error within E; an unreachable E is refused, naming the layer.
     """
-    options = CompileOptions(board, precision, policy, objective, calib, pes, act_density, vector_count)
-    target = outdir or default_outdir(model)
+    options = CompileOptions(board, precision, policy, objective, calib, pes, act_density, vector_count, max_error)
+    target = outdir
+    if target is None:
+        target = default_output_folder(model)
+        if target != DEFAULT_ROOT / default_name(model):
+            err.print(f"note: {DEFAULT_ROOT / default_name(model)} holds something else; writing {target}")
     with Steps() as steps:
         summary = compile_model(model, target, options, step=steps.begin)
     estimate = summary.model.schedule.estimate
@@ -80,3 +106,37 @@ def compile_command(
     if idle:
         err.print(f"[yellow]warning:[/] no test vector gives {', '.join(idle)} any work (no nonzero activation "
                   "meets a nonzero weight there), so csim and sim do not verify those layers")  # fmt: skip
+    _print_numerics(summary)
+
+
+def _print_numerics(summary: CompileSummary) -> None:
+    """The formats, the error against float and where values saturate."""
+    model, numerics = summary.model, summary.numerics
+    accuracy = numerics.accuracy
+    weights = sorted({layer.numerics.weight_format.bits for layer in model.layers})
+    acts = sorted({model.input_format.bits} | {layer.numerics.output_format.bits for layer in model.layers})
+    out.print(f"  formats: {_span(weights)}-bit weights, {_span(acts)}-bit activations (per layer in manifest.json)")
+    if accuracy.inputs == TEST_VECTORS:
+        err.print(
+            "[yellow]warning:[/] no --calib: activation ranges were assumed from inputs in [-1, 1]; inputs "
+            "beyond saturate, and the error on your data is unknown"
+        )
+        where = f"on the {accuracy.samples} test vectors (random inputs in the assumed range)"
+    else:
+        where = f"on the {accuracy.samples} calibration inputs"
+    for line in accuracy_lines(accuracy, where, numerics.max_error):
+        out.print(f"  {line}")
+    if numerics.max_error is not None and numerics.goal == numerics.max_error:
+        err.print(
+            "note: the widest formats need the whole bound: nothing of it is kept for inputs other than the "
+            "calibration ones"
+            + (
+                "; nor do the ranges keep their guard bit: inputs beyond the calibration saturate"
+                if numerics.margin == 1.0
+                else ""
+            )
+        )
+
+
+def _span(bits: list[int]) -> str:
+    return f"{bits[0]}" if len(bits) == 1 else f"{bits[0]}-{bits[-1]}"

@@ -32,6 +32,7 @@ form (plain scipy.sparse, the bias added to the nonzeros only), not from fpgagen
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -206,7 +207,7 @@ def write_example(
     weights = [layer_weights(neurons, k) for k in range(layers)]
     images = draw_images(neurons, inputs, np.random.default_rng(seed))
     truth = reference_categories(weights, images, default_bias(neurons))
-    with atomic_directory(folder) as work:
+    with atomic_directory(folder, replaceable=_is_example_entry) as work:
         (work / f"neuron{neurons}").mkdir()
         for k, w in enumerate(weights, start=1):
             write_triples(work / f"neuron{neurons}" / f"n{neurons}-l{k}.tsv", w, "%g")
@@ -231,6 +232,16 @@ def _check_target(folder: Path) -> None:
         raise FpgagenError(f"{folder}: exists and is not a folder")
     if folder.is_dir() and any(folder.iterdir()) and not _is_example(folder):
         raise FpgagenError(f"{folder}: folder is not empty and holds no earlier example; choose another -o")
+
+
+_EXAMPLE_ENTRY = re.compile(
+    r"^(neuron\d+|sparse-images-\d+\.tsv|neuron\d+-l\d+-categories\.tsv|model\.onnx|images\.npy)$"
+)
+
+
+def _is_example_entry(name: str) -> bool:
+    """What an example consists of: replaced by the next example, unlike anything else in the folder."""
+    return _EXAMPLE_ENTRY.match(name) is not None
 
 
 def _is_example(folder: Path) -> bool:

@@ -1,9 +1,10 @@
 """C simulation of a generated HLS project: build its testbench with g++, run it, read its verdict.
 
-The testbench (tb_<top>.cpp) prints one line per outcome: `DESIGN ... nnz=<n>`, then either
-`PASS vectors=<n> seconds=<s>`, `MISMATCH layer=<name> vector=<n> index=<j> expected=<e> got=<g>`,
-or `ERROR <what>` (a broken channel protocol, a missing file). It exits 0, 1 (a difference) or 2
-(unusable vectors or weight images).
+The testbench (the manifest's `hls.testbench`, tb_<top>.cpp) prints one line per outcome:
+`DESIGN ... nnz=<n>`, then either `PASS vectors=<n> seconds=<s>`,
+`MISMATCH layer=<name> vector=<n> index=<j> expected=<e> got=<g>`, or `ERROR <what>` (a broken
+channel protocol, a missing file). It exits 0, 1 (a difference) or 2 (unusable vectors or weight
+images).
 """
 
 from __future__ import annotations
@@ -67,11 +68,16 @@ def run_csim(outdir: Path, vectors_dir: Path, status: Callable[[str], None] | No
 
     `status` is told what happens (the build, then the run), for a progress display.
     """
+    from ...manifest import read_manifest  # here, not above: the manifest module imports this package
+
     outdir, vectors_dir = Path(outdir), Path(vectors_dir)
-    project = outdir / "hls"
-    benches = sorted(project.glob("tb_*.cpp"))
-    if not (project / "Makefile").is_file() or len(benches) != 1:
-        raise FpgagenError(f"{outdir}: no generated HLS project in hls/ (run fpgagen compile first)")
+    hls = read_manifest(outdir).get("hls", {})
+    if "testbench" not in hls:
+        raise FpgagenError(f"{outdir}: its manifest names no HLS testbench (an older fpgagen made it); compile again")
+    project = outdir / hls["folder"]
+    bench = project / hls["testbench"]
+    if not (project / "Makefile").is_file() or not bench.is_file():
+        raise FpgagenError(f"{outdir}: no generated HLS project in {hls['folder']}/ (run fpgagen compile first)")
     for tool in ("make", os.environ.get("CXX", "g++")):
         if shutil.which(tool) is None:
             raise FpgagenError(f"C simulation needs {tool!r}, which is not installed")
@@ -87,7 +93,7 @@ def run_csim(outdir: Path, vectors_dir: Path, status: Callable[[str], None] | No
         return _failed(f"the C simulation did not build:\n{log}", build_seconds, started)
     if status:
         status("running the C simulation")
-    binary = project / "bin" / benches[0].stem
+    binary = project / "bin" / bench.stem
     run = subprocess.run(
         [str(binary), str(vectors_dir.resolve()), str(outdir.resolve())], capture_output=True, check=False, text=True
     )

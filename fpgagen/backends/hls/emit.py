@@ -32,7 +32,7 @@ def emit_hls(plan: EnginePlan, folder: Path) -> None:
     for template, target in (
         ("top.h.j2", f"{design.top}.h"),
         ("top.cpp.j2", f"{design.top}.cpp"),
-        ("tb.cpp.j2", f"tb_{design.top}.cpp"),
+        ("tb.cpp.j2", testbench_file(design.top)),
         ("Makefile.j2", "Makefile"),
         ("run_hls.tcl.j2", "run_hls.tcl"),
         ("hls_config.cfg.j2", "hls_config.cfg"),
@@ -44,6 +44,12 @@ def emit_hls(plan: EnginePlan, folder: Path) -> None:
             _write(folder / stage.header, _sequential_header(env, design, stage))
         else:
             _write(folder / stage.header, _dataflow_header(env, design, stage))
+
+
+def testbench_file(top: str) -> str:
+    """The C testbench's file: `tb_` and the top function's name, which ends in `_top`, so that it
+    can never be the name of another file of the project (csim finds it by this name)."""
+    return f"tb_{top}.cpp"
 
 
 def _dataflow_header(env: jinja2.Environment, design: Design, stage: DataflowStage) -> str:

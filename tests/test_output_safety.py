@@ -1,0 +1,295 @@
+"""A user's files are never lost, and every way a command stops has its exit code.
+
+Each case a new user ran into (issue 12) has a test here: compile into the model's own folder, onto
+the model file or into the current folder; predict onto a folder; leftovers of killed runs; two
+models with one graph name; empty calibration files; a model named `tb`; Ctrl-C. Kills and
+interrupts are real signals sent to a real `fpgagen compile` process at a fixed point: right after
+the design is written and before it is moved into place.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx_models import random_chain
+
+import fpgagen.compile as compile_module
+from fpgagen.atomic import is_temporary
+from fpgagen.manifest import read_manifest
+
+
+def save_model(path: Path, graph_name: str | None = None, seed: int = 3) -> Path:
+    chain = random_chain(seed)
+    if graph_name is not None:
+        chain.model.graph.name = graph_name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(chain.model, path)
+    return path
+
+
+def snapshot(folder: Path) -> dict[str, bytes | None]:
+    """Every path below `folder` with its bytes (None for folders)."""
+    return {
+        str(path.relative_to(folder)): None if path.is_dir() else path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+    }
+
+
+def temporaries(*folders: Path) -> list[Path]:
+    return [entry for folder in folders if folder.is_dir() for entry in folder.iterdir() if is_temporary(entry.name)]
+
+
+# -- output folders ---------------------------------------------------------------------------------
+
+
+def test_compile_never_writes_into_the_models_folder(tmp_path, run_cli):
+    model = save_model(tmp_path / "w" / "model.onnx")
+    before = snapshot(tmp_path)
+    result = run_cli("compile", model, "-o", tmp_path / "w")
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'w'}: holds {model}" in result.stderr
+    assert snapshot(tmp_path) == before
+
+
+def test_compile_never_turns_the_model_file_into_a_folder(tmp_path, run_cli):
+    model = save_model(tmp_path / "model.onnx")
+    before = snapshot(tmp_path)
+    result = run_cli("compile", model, "-o", model)
+    assert result.exit_code == 2 and "exists and is not a folder" in result.stderr
+    assert snapshot(tmp_path) == before
+
+
+def test_compile_into_the_current_folder(tmp_path, run_cli, monkeypatch):
+    model = save_model(tmp_path / "model.onnx")
+    run = tmp_path / "run"
+    run.mkdir()
+    monkeypatch.chdir(run)
+    inode = os.stat(".").st_ino
+    for _ in range(2):  # an empty folder, then an earlier design
+        result = run_cli("compile", model, "-o", ".")
+        assert result.exit_code == 0, result.stderr
+        assert read_manifest(run)["source"]["model"] == str(model)
+        assert temporaries(tmp_path, run) == []
+        assert os.stat(".").st_ino == inode  # the folder itself was kept, not replaced
+    monkeypatch.chdir(tmp_path)  # holds the model: refused, nothing written
+    before = snapshot(tmp_path)
+    result = run_cli("compile", model, "-o", ".")
+    assert result.exit_code == 2 and "holds" in result.stderr
+    assert snapshot(tmp_path) == before
+
+
+def test_compile_never_writes_into_a_folder_with_files_it_did_not_write(tmp_path, run_cli):
+    model = save_model(tmp_path / "model.onnx")
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    design = tmp_path / "design"
+    assert run_cli("compile", model, "-o", design).exit_code == 0
+    (design / "notes.txt").write_text("mine now")  # a user's file in an earlier design
+    for folder in (foreign, design):
+        before = snapshot(folder)
+        result = run_cli("compile", model, "-o", folder)
+        assert result.exit_code == 2
+        assert f"{folder}: holds files fpgagen did not write (notes.txt)" in result.stderr
+        assert snapshot(folder) == before
+
+
+def test_compile_replaces_every_part_of_an_earlier_design(tmp_path, run_cli):
+    model = save_model(tmp_path / "model.onnx")
+    design = tmp_path / "design"
+    assert run_cli("compile", model, "-o", design, "--schedule", "sequential").exit_code == 0
+    assert (design / "weights0.bin").is_file()
+    (design / "csim_results.json").write_text("{}")  # what `fpgagen csim` leaves
+    assert run_cli("compile", model, "-o", design, "--schedule", "dataflow").exit_code == 0
+    assert sorted(path.name for path in design.iterdir()) == ["hls", "manifest.json", "rtl", "vectors"]
+    assert {stage["mode"] for stage in read_manifest(design)["schedule"]["stages"]} == {"dataflow"}
+
+
+def test_default_folder_is_named_after_the_model_file(tmp_path, run_cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    # Two PyTorch exports: both graphs are called main_graph.
+    first = save_model(tmp_path / "a" / "first.onnx", "main_graph", seed=3)
+    second = save_model(tmp_path / "a" / "second.onnx", "main_graph", seed=4)
+    # Two files of one name in two folders.
+    same_x = save_model(tmp_path / "x" / "model.onnx", seed=5)
+    same_y = save_model(tmp_path / "y" / "model.onnx", seed=6)
+    expected = [(first, "first"), (second, "second"), (same_x, "model"), (same_y, "model-2"), (same_x, "model")]
+    for model, folder in expected:
+        result = run_cli("compile", model)
+        assert result.exit_code == 0, result.stderr
+        assert f"wrote hls_out/{folder} " in result.stdout
+    for model, folder in expected:
+        assert read_manifest(tmp_path / "hls_out" / folder)["source"]["model"] == str(model)
+    assert "hls_out/model holds something else; writing hls_out/model-2" in run_cli("compile", same_y).stderr
+
+
+def test_a_folder_being_written_by_a_live_run_is_left_alone(tmp_path, run_cli):
+    model = save_model(tmp_path / "model.onnx")
+    design = tmp_path / "design"
+    assert run_cli("compile", model, "-o", design).exit_code == 0
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as other:
+        busy = design / f".fpgagen-{other.pid}-abc123.partial"
+        busy.mkdir()
+        result = run_cli("compile", model, "-o", design)
+        other.kill()
+    assert result.exit_code == 2 and "another fpgagen run is writing into it" in result.stderr
+    assert busy.is_dir()
+
+
+def dead_pid() -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
+    return int(done.stdout)
+
+
+def test_a_replacement_killed_halfway_is_recognized_and_redone(tmp_path, run_cli):
+    """A kill in the middle of swapping a new design in: the manifest left first, into the `.old`
+    temporary, so the half-swapped folder is never taken for a design, but the next compile
+    recognizes it as its own and finishes the job."""
+    model = save_model(tmp_path / "model.onnx")
+    design = tmp_path / "design"
+    assert run_cli("compile", model, "-o", design).exit_code == 0
+    old = design / f".fpgagen-{dead_pid()}-abc123.old"
+    old.mkdir()
+    for name in ("manifest.json", "hls"):
+        (design / name).rename(old / name)
+    assert run_cli("csim", design).exit_code == 2  # no manifest: not a design
+    result = run_cli("compile", model, "-o", design)
+    assert result.exit_code == 0, result.stderr
+    assert temporaries(design) == [] and (design / "hls").is_dir()
+    assert read_manifest(design)["source"]["model"] == str(model)
+
+
+# -- predict --out ---------------------------------------------------------------------------------
+
+
+def test_predict_never_writes_onto_a_folder_or_an_input(tmp_path, run_cli):
+    model = save_model(tmp_path / "model.onnx")
+    np.save(tmp_path / "x.npy", random_chain(3).inputs)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "notes.txt").write_text("keep me")
+    before = snapshot(tmp_path)
+    for out, message in (
+        ("out", "is a folder"),
+        ("x.npy", "is an input of this command"),
+        ("model.onnx", "is an input of this command"),
+        ("notes.txt", "exists and is not a .npy array"),
+    ):
+        result = run_cli("predict", model, "--inputs", tmp_path / "x.npy", "--out", tmp_path / out)
+        assert result.exit_code == 2 and f"{tmp_path / out}: {message}" in result.stderr
+    assert snapshot(tmp_path) == before
+    assert run_cli("predict", model, "--inputs", tmp_path / "x.npy", "--out", tmp_path / "y.npy").exit_code == 0
+    assert run_cli("predict", model, "--inputs", tmp_path / "x.npy", "--out", tmp_path / "y.npy").exit_code == 0
+
+
+# -- killed and interrupted runs ---------------------------------------------------------------------
+
+# `fpgagen compile` that sends itself a signal once the design is written, before it is moved into place.
+_SIGNALLED_COMPILE = """
+import os, signal, sys
+import fpgagen.compile as compile_module
+from fpgagen.cli import main
+
+write, chosen = compile_module.write_design, getattr(signal, sys.argv[1])
+
+def write_then_signal(*args, **kwargs):
+    written = write(*args, **kwargs)
+    os.kill(os.getpid(), chosen)
+    return written
+
+compile_module.write_design = write_then_signal
+sys.argv = ["fpgagen", "compile", *sys.argv[2:]]
+main()
+"""
+
+
+def signalled_compile(signal_name: str, *args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", _SIGNALLED_COMPILE, signal_name, *map(str, args)],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("earlier", [False, True], ids=["new folder", "earlier design"])
+def test_leftovers_of_a_killed_compile_are_cleaned_by_the_next_run(earlier, tmp_path, run_cli):
+    model = save_model(tmp_path / "model.onnx")
+    design = tmp_path / "design"
+    if earlier:
+        assert run_cli("compile", model, "-o", design).exit_code == 0
+        before = snapshot(design)
+    killed = signalled_compile("SIGKILL", model, "-o", design)
+    assert killed.returncode == -signal.SIGKILL
+    assert len(temporaries(tmp_path, design)) == 1  # what SIGKILL leaves
+    if earlier:
+        assert {name: data for name, data in snapshot(design).items() if ".fpgagen-" not in name} == before
+    else:
+        assert not design.exists()
+    result = run_cli("compile", model, "-o", design)
+    assert result.exit_code == 0, result.stderr
+    assert temporaries(tmp_path, design) == []
+
+
+@pytest.mark.parametrize("earlier", [False, True], ids=["new folder", "earlier design"])
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_compile_exits_130_and_leaves_nothing(signal_name, earlier, tmp_path, run_cli):
+    model = save_model(tmp_path / "model.onnx")
+    design = tmp_path / "design"
+    if earlier:
+        assert run_cli("compile", model, "-o", design).exit_code == 0
+    before = snapshot(tmp_path)
+    interrupted = signalled_compile(signal_name, model, "-o", design)
+    assert interrupted.returncode == 130, interrupted.stderr
+    assert "interrupted" in interrupted.stderr and "Traceback" not in interrupted.stderr
+    assert snapshot(tmp_path) == before
+
+
+# -- exit codes -----------------------------------------------------------------------------------------
+
+
+def test_an_unexpected_exception_is_an_internal_error(tmp_path, run_cli, monkeypatch):
+    model = save_model(tmp_path / "model.onnx")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(compile_module, "plan_engine", broken)
+    before = snapshot(tmp_path)
+    result = run_cli("compile", model, "-o", tmp_path / "design")
+    assert result.exit_code == 3
+    assert "internal error: RuntimeError: a bug" in result.stderr and "Traceback" not in result.stderr
+    debug = run_cli("--debug", "compile", model, "-o", tmp_path / "design")
+    assert debug.exit_code == 3 and "Traceback" in debug.stderr and "a bug" in debug.stderr
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("command", ["compile", "predict", "schedule", "analyze"])
+def test_calibration_without_rows_is_bad_input(command, tmp_path, run_cli):
+    model = save_model(tmp_path / "model.onnx")
+    np.save(tmp_path / "empty.npy", random_chain(3).inputs[:0])
+    np.save(tmp_path / "x.npy", random_chain(3).inputs)
+    extra = {
+        "compile": ["-o", tmp_path / "design"],
+        "predict": ["--inputs", tmp_path / "x.npy", "--out", tmp_path / "y.npy"],
+    }
+    before = snapshot(tmp_path)
+    result = run_cli(command, model, "--calib", tmp_path / "empty.npy", *extra.get(command, []))
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'empty.npy'}: holds no rows" in result.stderr
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("graph_name", ["TB-classifier", "tb", "tb_top"])
+def test_models_named_like_the_testbench_simulate(graph_name, tmp_path, run_cli):
+    design = tmp_path / "design"
+    assert run_cli("compile", save_model(tmp_path / "model.onnx", graph_name), "-o", design).exit_code == 0
+    result = run_cli("csim", design)
+    assert result.exit_code == 0, result.stderr + result.stdout
+    assert "C simulation passed" in result.stdout
