@@ -36,7 +36,7 @@ def main() -> None:
 
 
 # Registration: each module adds its commands to `app`.
-from . import analyze, compile, csim, demo, examples, predict, prune, report, schedule, sim, synth
+from . import analyze, compile, csim, demo, examples, predict, prune, report, schedule, sim, sweep, synth
 
 __all__ = [
     "analyze",
@@ -51,5 +51,6 @@ __all__ = [
     "report",
     "schedule",
     "sim",
+    "sweep",
     "synth",
 ]
