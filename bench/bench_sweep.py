@@ -6,7 +6,10 @@ w16a16, schedules auto, dataflow and sequential; every point compiled, its error
 HLS C++ built (g++, one job per point) and simulated. Each configuration does what the command
 does: start the local cluster, run every point, write sweep.json and sweep.html, close the cluster;
 the time covers all of it. A ratio is reported only when both runs recorded every point as passing
-C simulation with the same figures.
+C simulation with the same figures. Beside it, the points' own times added up ("busy", over the
+wall time: how many points ran at once) and the CPU time of the sweep and its cluster (over the
+wall time: how many cores it got). On a loaded machine the 2 workers run 2 points at once but get
+less than 2 cores, and each point takes longer.
 
 For reference, the same 12 points as a shell loop of `fpgagen compile` and `fpgagen csim` (whose
 build runs two g++ jobs), the best a user gets from two cores without the sweep (--no-loop skips
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -62,13 +66,19 @@ def main() -> None:
         reference = None
         for repeat in range(args.repeats):
             for workers in (1, 2):
-                seconds, load, records = timed_sweep(sweep, workers, work / f"sweep-{workers}-{repeat}")
+                seconds, cpu, load, records = timed_sweep(sweep, workers, work / f"sweep-{workers}-{repeat}")
                 check(records, len(grid.points()))
                 reference = reference or _figures(records)
                 if _figures(records) != reference:
                     raise SystemExit(f"the {workers}-worker sweep recorded other figures than the first run")
-                runs[workers].append({"seconds": seconds, "load": load})
-                print(f"{workers} worker(s), run {repeat + 1}: {seconds:.1f} s (load average {load[0]:.2f} -> {load[1]:.2f})")
+                # Busy: the points' own times added up; over the wall time, how many ran at once. CPU
+                # over wall time: how many cores the sweep got. With 2 workers, a busy time that grows
+                # while the cores got stay below 2 means the machine had no second core to give.
+                busy = sum(record["seconds"]["total"] for record in records)
+                runs[workers].append({"seconds": seconds, "busy_seconds": busy, "cpu_seconds": cpu, "load": load})
+                print(f"{workers} worker(s), run {repeat + 1}: {seconds:.1f} s; points busy {busy:.1f} s "
+                      f"({busy / seconds:.2f} at once); CPU {cpu:.1f} s ({cpu / seconds:.2f} cores); "
+                      f"load average {load[0]:.2f} -> {load[1]:.2f}")  # fmt: skip
         loop = None if args.no_loop else timed_loop(model, grid.points(), work / "loop")
 
     one = statistics.median(run["seconds"] for run in runs[1])
@@ -98,15 +108,24 @@ def main() -> None:
     print(f"  wrote {args.out}")
 
 
-def timed_sweep(sweep: Sweep, workers: int, outdir: Path) -> tuple[float, tuple[float, float], list[dict]]:
-    """The whole sweep as the command runs it; the 1-minute load average before and after."""
+def timed_sweep(sweep: Sweep, workers: int, outdir: Path) -> tuple[float, float, tuple[float, float], list[dict]]:
+    """The whole sweep as the command runs it: wall time, the CPU time of this process and of the
+    cluster's (its processes and their g++ are waited for, so they count as children once closed),
+    the 1-minute load average before and after, and the records."""
     load = os.getloadavg()[0]
+    cpu = _cpu_seconds()
     started = time.perf_counter()
     prepared = prepare(sweep)
     with dask_client(None, workers, timeout=30) as (client, cluster):
         log = start_log(prepared, outdir, cluster)
         run_sweep(prepared, log, client)
-    return time.perf_counter() - started, (load, os.getloadavg()[0]), log.records
+    seconds = time.perf_counter() - started
+    return seconds, _cpu_seconds() - cpu, (load, os.getloadavg()[0]), log.records
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def check(records: list[dict], points: int) -> None:

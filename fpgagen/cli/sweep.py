@@ -133,7 +133,8 @@ def sweep(
     fitted = sum(1 for record in records if record["fits"])
     passed = sum(1 for record in records if record["status"] == OK)
     out.print(
-        f"wrote {outdir / RECORDS} and {outdir / PAGE}: {len(records)} points, {fitted} fit their board, "
+        f"wrote {outdir / RECORDS} and {outdir / PAGE}: {len(records)} point{'s' if len(records) != 1 else ''}, "
+        f"{fitted} fit their board, "
         f"{passed} ok" + (f" ({', '.join(checks)} passed)" if checks else "")
     )
 
