@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from designs import CLIP, NONE, RELU, pruned_mlp
 from distributed import Client
 
-from designs import CLIP, NONE, RELU, pruned_mlp
 from fpgagen.compile import CompileOptions
 from fpgagen.errors import FpgagenError
 from fpgagen.examples.graphchallenge import network
@@ -159,7 +159,11 @@ def test_a_point_is_compiled_measured_and_checked(mlp):
     assert record["checks"]["csim"]["passed"] and record["checks"]["csim"]["vectors"] == 4
     estimate = record["estimate"]
     assert estimate["throughput"] == pytest.approx(estimate["clock_mhz"] * 1e6 / estimate["interval"])
-    shares = {kind: used / estimate["budget"][kind] for kind, used in estimate["resources"].items() if estimate["budget"][kind]}
+    shares = {
+        kind: used / estimate["budget"][kind]
+        for kind, used in estimate["resources"].items()
+        if estimate["budget"][kind]
+    }
     assert estimate["utilization"] == max(shares.values()) and shares[estimate["scarcest"]] == estimate["utilization"]
     assert record["error"]["inputs"] == point_module.ERROR_INPUTS and record["error"]["max_abs"] > 0
     assert set(record["seconds"]) == {"compile", "error", "csim", "total"}
@@ -192,7 +196,9 @@ def test_the_error_bound_of_a_point_goes_to_compile(mlp, monkeypatch):
     if "max_error" in {field.name for field in fields(CompileOptions)}:
         handed = []
         real = point_module.compile_model
-        monkeypatch.setattr(point_module, "compile_model", lambda m, o, options: handed.append(options) or real(m, o, options))
+        monkeypatch.setattr(
+            point_module, "compile_model", lambda m, o, options: handed.append(options) or real(m, o, options)
+        )
         run_point(Point("001", "u280", "w8a16", "auto", max_error=0.05), settings(()), inputs_of(mlp))
         assert handed[0].max_error == 0.05
     else:
@@ -201,7 +207,9 @@ def test_the_error_bound_of_a_point_goes_to_compile(mlp, monkeypatch):
 
 
 def test_a_pruned_point_is_pruned_and_its_error_measured_against_the_model_before_pruning(mlp):
-    record = run_point(Point("001", "u280", "w8a16", "auto", sparsity=0.85, method="magnitude"), settings(()), inputs_of(mlp))
+    record = run_point(
+        Point("001", "u280", "w8a16", "auto", sparsity=0.85, method="magnitude"), settings(()), inputs_of(mlp)
+    )
     unpruned = run_point(Point("002", "u280", "w8a16", "auto"), settings(()), inputs_of(mlp))
     assert record["status"] == "ok"
     assert record["design"]["nnz"] < 0.6 * unpruned["design"]["nnz"]  # the MLP keeps 30% of its weights
@@ -238,7 +246,10 @@ def test_a_sweep_on_a_local_cluster_records_every_point_and_draws_the_page(run_c
         assert design == outdir / "points" / id / "design"
         assert json.loads((design / "csim_results.json").read_text())["passed"]
         manifest = json.loads((design / "manifest.json").read_text())
-        assert (manifest["precision"], manifest["schedule"]["policy"]) == (records[id]["settings"]["precision"], "sequential")
+        assert (manifest["precision"], manifest["schedule"]["policy"]) == (
+            records[id]["settings"]["precision"],
+            "sequential",
+        )
     assert json.loads((outdir / "sweep.json").read_text())["state"] == "complete"
     assert "4 points, 2 fit their board, 2 ok" in result.stdout
     assert len(re.findall(r"^\d{3} ", result.stdout, re.MULTILINE)) == 4  # a line per point as it finished
@@ -267,7 +278,7 @@ def test_ctrl_c_cancels_the_points_left_and_keeps_the_records_in(mlp, tmp_path):
             assert sweep.poll() is None and time.monotonic() < deadline
             time.sleep(0.1)
         sweep.send_signal(signal.SIGINT)
-        stdout, stderr = sweep.communicate(timeout=120)
+        _, stderr = sweep.communicate(timeout=120)
     finally:
         sweep.kill()
     assert sweep.returncode == 130, stderr
@@ -289,19 +300,13 @@ def cluster_by_hand(tmp_path):
     address = f"tcp://127.0.0.1:{free_port()}"
     logs = tmp_path / "dask-logs"
     logs.mkdir()
-    started = [
-        subprocess.Popen(
-            [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1], "--no-dashboard"],
-            stdout=subprocess.DEVNULL, stderr=open(logs / "scheduler.log", "w"), cwd=logs,
-        )
-    ]  # fmt: skip
-    for name in ("w1", "w2"):
-        started.append(
-            subprocess.Popen(
-                [str(BIN / "dask"), "worker", address, "--nthreads", "1", "--name", name, "--no-dashboard"],
-                stdout=subprocess.DEVNULL, stderr=open(logs / f"{name}.log", "w"), cwd=logs,
-            )
-        )  # fmt: skip
+
+    def start(name: str, *arguments: str) -> subprocess.Popen:
+        with open(logs / f"{name}.log", "w") as log:
+            return subprocess.Popen([str(BIN / "dask"), *arguments, "--no-dashboard"], stdout=log, stderr=log, cwd=logs)
+
+    started = [start("scheduler", "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1])]
+    started += [start(name, "worker", address, "--nthreads", "1", "--name", name) for name in ("w1", "w2")]
     try:
         with Client(address, timeout=60) as client:
             client.wait_for_workers(2, timeout=60)

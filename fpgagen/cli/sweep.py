@@ -55,7 +55,9 @@ INTERRUPTED_EXIT = 130
               help="Simulator of --verify sim.")  # fmt: skip
 @calib_option
 @click.option("--vectors", default=8, show_default=True, help="Test vectors per design (the first rows of --calib).")
-@click.option("--cluster", "address", help="A running Dask scheduler, such as tcp://host:8786 [default: a local cluster].")
+@click.option(
+    "--cluster", "address", help="A running Dask scheduler, such as tcp://host:8786 [default: a local cluster]."
+)
 @click.option("--workers", type=int, help="Worker processes of the local cluster [default: one per core].")
 @click.option("--connect-timeout", default=30.0, show_default=True, help="Seconds to wait for the --cluster scheduler.")
 @click.option(
@@ -125,7 +127,9 @@ def sweep(
     except KeyboardInterrupt:
         if log is not None:
             kept = len(log.records)
-            err.print(f"interrupted: {kept} of {total} points recorded in {outdir / RECORDS}; the others were cancelled")
+            err.print(
+                f"interrupted: {kept} of {total} points recorded in {outdir / RECORDS}; the others were cancelled"
+            )
         else:
             err.print("interrupted before the sweep started; nothing written")
         ctx.exit(INTERRUPTED_EXIT)

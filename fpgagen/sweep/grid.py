@@ -55,9 +55,7 @@ class Grid:
 
     def points(self) -> list[Point]:
         combinations = list(
-            itertools.product(
-                self.boards, self.precisions, self.schedules, self.pes, self.sparsities, self.max_errors
-            )
+            itertools.product(self.boards, self.precisions, self.schedules, self.pes, self.sparsities, self.max_errors)
         )
         width = max(3, len(str(len(combinations))))
         return [

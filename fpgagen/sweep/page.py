@@ -95,13 +95,15 @@ def _plot(records: list[dict], x: np.ndarray, front: np.ndarray, xlabel: str, lo
     handles = [Line2D([], [], marker="o", linestyle="", color=colours[b], label=_plain(b)) for b in boards]
     policies = list(dict.fromkeys(r["settings"]["schedule"] for r in records))
     handles += [Line2D([], [], marker=_MARKERS[p], linestyle="", color="grey", label=p) for p in policies]
-    handles.append(Line2D([], [], color="black", linestyle="--", marker="o", markerfacecolor="none", label="Pareto front"))
+    handles.append(
+        Line2D([], [], color="black", linestyle="--", marker="o", markerfacecolor="none", label="Pareto front")
+    )
     axes.legend(handles=handles, fontsize=7, loc="best")
     figure.tight_layout()
     svg = io.StringIO()
     figure.savefig(svg, format="svg", metadata={"Date": None})
     text = svg.getvalue()
-    return Markup(text[text.index("<svg") :])  # noqa: S704  (matplotlib's own SVG; its text is drawn as paths)
+    return Markup(text[text.index("<svg") :])  # matplotlib's own SVG, its text drawn as paths
 
 
 def _plain(text: str) -> str:

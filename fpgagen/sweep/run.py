@@ -65,18 +65,29 @@ def prepare(sweep: Sweep) -> Prepared:
     if sweep.calib is not None:
         flatten_inputs(model, read_array(sweep.calib), str(sweep.calib))
         calib_bytes = sweep.calib.read_bytes()
-    boards = {board: Path(board).read_text(encoding="utf-8") for board in sweep.grid.boards if board not in builtin_boards()}
+    boards = {
+        board: Path(board).read_text(encoding="utf-8") for board in sweep.grid.boards if board not in builtin_boards()
+    }
     return Prepared(sweep, model, Inputs(model_bytes, calib_bytes, boards), uuid.uuid4().hex)
 
 
 def start_log(prepared: Prepared, outdir: Path, cluster: str) -> SweepLog:
     """DIR/sweep.json with the sweep's settings and no records yet."""
     sweep, model = prepared.sweep, prepared.model
-    error_inputs = f"the {sweep.calib.name} inputs" if sweep.calib else f"{ERROR_INPUTS} random inputs in each design's input range"
+    error_inputs = (
+        f"the {sweep.calib.name} inputs"
+        if sweep.calib
+        else f"{ERROR_INPUTS} random inputs in each design's input range"
+    )
     header = {
         "fpgagen": __version__,
         "run": prepared.run,
-        "model": {"path": str(sweep.model.resolve()), "name": model.name, "layers": len(model.layers), "nnz": model.nnz},
+        "model": {
+            "path": str(sweep.model.resolve()),
+            "name": model.name,
+            "layers": len(model.layers),
+            "nnz": model.nnz,
+        },
         "grid": sweep.grid.to_json(),
         "checks": list(sweep.checks),
         "vectors": sweep.vectors,
@@ -127,4 +138,7 @@ def _record(future: Future, point: Point) -> dict:
     try:
         return future.result()
     except Exception as exc:  # noqa: BLE001  (whatever the cluster raises, the point is recorded)
-        return new_record(point) | {"status": ERROR, "reason": f"the task failed on the cluster: {type(exc).__name__}: {exc}"}
+        return new_record(point) | {
+            "status": ERROR,
+            "reason": f"the task failed on the cluster: {type(exc).__name__}: {exc}",
+        }
