@@ -48,9 +48,9 @@ def write_page(outdir: Path, log: dict) -> Path:
             fronts[record["id"]].append("error")
     plots = []
     if built:
-        plots.append(_plot(built, utilization, on_resources, "scarcest resource (% of the board)", log=True))
+        plots.append(_plot(built, utilization, on_resources, "scarcest resource (% of the board)"))
     if measured:
-        plots.append(_plot(measured, error, np.asarray(on_error), "largest absolute error against float", log=None))
+        plots.append(_plot(measured, error, np.asarray(on_error), "largest absolute error against float"))
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resources.files("fpgagen.templates") / "report")),
         undefined=jinja2.StrictUndefined,
@@ -65,14 +65,15 @@ def write_page(outdir: Path, log: dict) -> Path:
     return target
 
 
-def _plot(records: list[dict], x: np.ndarray, front: np.ndarray, xlabel: str, log: bool | None) -> Markup:
-    """Throughput (log) against `x`, one colour per board, one marker per policy, the front in black.
-    `log` None: a log axis when every x is positive, else symmetric-log (an exact design has error 0)."""
+def _plot(records: list[dict], x: np.ndarray, front: np.ndarray, xlabel: str) -> Markup:
+    """Throughput (log) against `x` (log, or symmetric-log from 0 when some x is 0: an exact design
+    has error 0), one colour per board, one marker per policy, the front outlined in black."""
     y = np.array([r["estimate"]["throughput"] for r in records])
     boards = list(dict.fromkeys(r["settings"]["board"] for r in records))
     colours = {board: f"C{index % 10}" for index, board in enumerate(boards)}
     figure = Figure(figsize=(6.4, 4.4))
     axes = figure.add_subplot()
+    labels: dict[tuple[float, float], list[str]] = {}  # the front's ids, one label per place
     for record, xi, yi, on in zip(records, x, y, front):
         settings = record["settings"]
         axes.scatter(
@@ -80,15 +81,18 @@ def _plot(records: list[dict], x: np.ndarray, front: np.ndarray, xlabel: str, lo
             edgecolors="black" if on else "none", linewidths=1.2, alpha=1.0 if on else 0.55, zorder=3,
         )  # fmt: skip
         if on:
-            axes.annotate(record["id"], (xi, yi), textcoords="offset points", xytext=(5, 4), fontsize=7)
+            labels.setdefault((xi, yi), []).append(record["id"])
+    for place, ids in labels.items():
+        axes.annotate(", ".join(ids), place, textcoords="offset points", xytext=(5, 4), fontsize=7)
     order = np.argsort(x[front])
     axes.step(x[front][order], y[front][order], where="post", color="black", linewidth=0.8, linestyle="--")
     axes.set_yscale("log")
-    if log or (log is None and np.all(x > 0)):
+    if np.all(x > 0):
         axes.set_xscale("log")
     else:
         positive = x[x > 0]
-        axes.set_xscale("symlog", linthresh=float(positive.min()) if positive.size else 1e-6)
+        axes.set_xscale("symlog", linthresh=float(positive.min()) if positive.size else 1.0)
+        axes.set_xlim(left=0)
     axes.set_xlabel(xlabel)
     axes.set_ylabel("throughput (vectors/s, cost model)")
     axes.grid(True, which="major", linewidth=0.3)
