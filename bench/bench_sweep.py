@@ -8,8 +8,9 @@ does: start the local cluster, run every point, write sweep.json and sweep.html,
 the time covers all of it. A ratio is reported only when both runs recorded every point as passing
 C simulation with the same figures. Beside it, the points' own times added up ("busy", over the
 wall time: how many points ran at once) and the CPU time of the sweep and its cluster (over the
-wall time: how many cores it got). On a loaded machine the 2 workers run 2 points at once but get
-less than 2 cores, and each point takes longer.
+wall time: how many cores it got), and how many cores two busy loops got just before each run. On
+a loaded machine the 2 workers run 2 points at once but get less than 2 cores, and each point
+takes longer.
 
 For reference, the same 12 points as a shell loop of `fpgagen compile` and `fpgagen csim` (whose
 build runs two g++ jobs), the best a user gets from two cores without the sweep (--no-loop skips
@@ -66,6 +67,7 @@ def main() -> None:
         reference = None
         for repeat in range(args.repeats):
             for workers in (1, 2):
+                cores = available_cores()
                 seconds, cpu, load, records = timed_sweep(sweep, workers, work / f"sweep-{workers}-{repeat}")
                 check(records, len(grid.points()))
                 reference = reference or _figures(records)
@@ -75,10 +77,18 @@ def main() -> None:
                 # over wall time: how many cores the sweep got. With 2 workers, a busy time that grows
                 # while the cores got stay below 2 means the machine had no second core to give.
                 busy = sum(record["seconds"]["total"] for record in records)
-                runs[workers].append({"seconds": seconds, "busy_seconds": busy, "cpu_seconds": cpu, "load": load})
+                runs[workers].append(
+                    {
+                        "seconds": seconds,
+                        "busy_seconds": busy,
+                        "cpu_seconds": cpu,
+                        "load": load,
+                        "cores_free_before": cores,
+                    }
+                )
                 print(f"{workers} worker(s), run {repeat + 1}: {seconds:.1f} s; points busy {busy:.1f} s "
                       f"({busy / seconds:.2f} at once); CPU {cpu:.1f} s ({cpu / seconds:.2f} cores); "
-                      f"load average {load[0]:.2f} -> {load[1]:.2f}")  # fmt: skip
+                      f"load average {load[0]:.2f} -> {load[1]:.2f}; two busy loops got {cores:.2f} cores just before")  # fmt: skip
         loop = None if args.no_loop else timed_loop(model, grid.points(), work / "loop")
 
     one = statistics.median(run["seconds"] for run in runs[1])
@@ -106,6 +116,19 @@ def main() -> None:
         print(f"  shell loop of fpgagen compile and csim (make -j2): {loop['seconds']:.1f} s; "
               f"the 2-worker sweep is {loop['seconds'] / two:.2f}x faster")  # fmt: skip
     print(f"  wrote {args.out}")
+
+
+_SPIN = "import time\nend = time.perf_counter() + {seconds}\nwhile time.perf_counter() < end: pass\nprint(time.process_time())"
+
+
+def available_cores(seconds: float = 3.0) -> float:
+    """How many cores the machine gives two busy loops at our priority right now: the most any
+    2-worker sweep could get."""
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", _SPIN.format(seconds=seconds)], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    return sum(float(spinner.communicate()[0]) for spinner in spinners) / seconds
 
 
 def timed_sweep(sweep: Sweep, workers: int, outdir: Path) -> tuple[float, float, tuple[float, float], list[dict]]:
