@@ -7,6 +7,15 @@ class FpgagenError(Exception):
     exit_code = 2
 
 
+class DoesNotFit(FpgagenError):
+    """No design of the model fits the board. `short` names the resources the board lacks (DSP,
+    BRAM, URAM, LUT, FF or channels), empty when each would suffice alone but not all at once."""
+
+    def __init__(self, message: str, short: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.short = short
+
+
 class CheckFailed(Exception):
     """A verification ran and found a difference (C or RTL simulation): exit code 1."""
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from fpgagen.errors import FpgagenError
+from fpgagen.errors import DoesNotFit, FpgagenError
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.ir import DATAFLOW, SEQUENTIAL, Activation, Layer, Model, Schedule, Stage, sparse_weights
@@ -315,19 +315,20 @@ def test_auto_beats_the_pure_styles_on_stand_ins_of_the_bench_models(build):
 
 
 @pytest.mark.parametrize(
-    "changes, policy, message",
+    "changes, policy, message, short",
     [
-        ({"dsp": 0}, "auto", r"tiny is short of DSP: the smallest design needs 1 DSP slices, the board has 0 \(1 short\)"),
-        ({"bram36": 2}, "dataflow", r"tiny is short of BRAM: the smallest dataflow design needs \d+ BRAM36, the board has 2 \(\d+ short\)"),
-        ({"lut": 500}, "auto", r"tiny is short of LUT: the smallest design needs [\d,]+ LUTs, the board has 500 \([\d,]+ short\)"),
-        ({"ff": 400}, "sequential", r"tiny is short of FF: the smallest sequential design needs [\d,]+ flip-flops, the board has 400 \([\d,]+ short\)"),
-        ({"channels": 0}, "sequential", r"tiny has 0 off-chip memory channel\(s\)"),
+        ({"dsp": 0}, "auto", r"tiny is short of DSP: the smallest design needs 1 DSP slices, the board has 0 \(1 short\)", ("DSP",)),
+        ({"bram36": 2}, "dataflow", r"tiny is short of BRAM: the smallest dataflow design needs \d+ BRAM36, the board has 2 \(\d+ short\)", ("BRAM",)),
+        ({"lut": 500}, "auto", r"tiny is short of LUT: the smallest design needs [\d,]+ LUTs, the board has 500 \([\d,]+ short\)", ("LUT",)),
+        ({"ff": 400}, "sequential", r"tiny is short of FF: the smallest sequential design needs [\d,]+ flip-flops, the board has 400 \([\d,]+ short\)", ("FF",)),
+        ({"channels": 0}, "sequential", r"tiny has 0 off-chip memory channel\(s\)", ("channels",)),
     ],
 )  # fmt: skip
-def test_a_board_too_small_is_refused_with_the_resource_that_is_short(changes, policy, message):
+def test_a_board_too_small_is_refused_with_the_resource_that_is_short(changes, policy, message, short):
     model = random_chain([300, 200, 100], 5)
-    with pytest.raises(FpgagenError, match=message):
+    with pytest.raises(DoesNotFit, match=message) as refused:
         schedule(model, board(**changes), policy)
+    assert refused.value.short == short
 
 
 def test_a_budget_that_fits_each_resource_but_not_all_at_once_says_so():
@@ -337,8 +338,9 @@ def test_a_budget_that_fits_each_resource_but_not_all_at_once_says_so():
     least_bram = min(cost.dataflow(0, p).resources.bram for p in DATAFLOW_PES)
     assert one_lane.bram > least_bram  # one lane needs the fewest DSPs but not the fewest BRAMs
     tight = board(dsp=1, bram36=least_bram)
-    with pytest.raises(FpgagenError, match="no dataflow design for model chain6 fits every resource of tiny at once"):
+    with pytest.raises(DoesNotFit, match="no dataflow design for model chain6 fits every resource of tiny at once") as refused:
         schedule(model, tight, "dataflow")
+    assert refused.value.short == ()
 
 
 def test_weights_in_ultraram_are_refused_because_it_cannot_be_initialized():

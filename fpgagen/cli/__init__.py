@@ -71,7 +71,7 @@ def main() -> None:
 
 
 # Registration: each module adds its commands to `app`.
-from . import analyze, compile, csim, demo, examples, predict, prune, report, schedule, sim, synth
+from . import analyze, compile, csim, demo, examples, predict, prune, report, schedule, sim, sweep, synth
 
 __all__ = [
     "analyze",
@@ -86,5 +86,6 @@ __all__ = [
     "report",
     "schedule",
     "sim",
+    "sweep",
     "synth",
 ]

@@ -89,7 +89,7 @@ def prune(model: Model, sparsity: float | None, method: str | Method = "magnitud
     its fixed-point formats were chosen for weights that no longer exist.
     """
     chosen = parse_method(method) if isinstance(method, str) else method
-    sparsity = _checked_sparsity(sparsity, chosen)
+    sparsity = checked_sparsity(sparsity, chosen)
     layers = []
     for layer in model.layers:
         keep = _kept_entries(layer, sparsity, chosen)
@@ -99,7 +99,8 @@ def prune(model: Model, sparsity: float | None, method: str | Method = "magnitud
     return replace(model, layers=tuple(layers), precision=None, input_format=None)
 
 
-def _checked_sparsity(sparsity: float | None, method: Method) -> float:
+def checked_sparsity(sparsity: float | None, method: Method) -> float:
+    """The sparsity `method` prunes to: `sparsity` checked, or the one nm:N:M implies."""
     name = method.describe()
     if isinstance(method, NM):
         implied = 1.0 - method.n / method.m

@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from ..engine.geometry import OFFCHIP_MAX_ADDRESSES
-from ..errors import FpgagenError
+from ..errors import DoesNotFit, FpgagenError
 from ..ir import DATAFLOW, SEQUENTIAL, Model, Schedule
 from .apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
 from .boards import Board, load_board
@@ -331,11 +331,11 @@ def solve(problem: Problem, objective: str, description: str) -> list[StageCost]
     if objective == "throughput":
         found = least_interval(fitting)
         if found is None:
-            raise FpgagenError(shortfall(problem, description))
+            raise shortfall(problem, description)
         fitting = fitting.subset(fitting.meets(found.interval))
     design = least_latency(fitting)
     if design is None:
-        raise FpgagenError(shortfall(problem, description))
+        raise shortfall(problem, description)
     return [fitting.candidates[c] for c in design.chosen]
 
 
@@ -451,31 +451,32 @@ def _describe(policy: str, pes: int | None) -> str:
     return name if pes is None else f"{name} with {pes} PEs per stage"
 
 
-def shortfall(problem: Problem, description: str) -> str:
+def shortfall(problem: Problem, description: str) -> DoesNotFit:
     """Why no candidate chain fits the board: the resources even the smallest design exceeds."""
     board = problem.cost.board
     model = problem.cost.model.name
     if not problem.candidates:
-        return f"no {description} can be built for model {model}"
+        return DoesNotFit(f"no {description} can be built for model {model}")
     _, least = problem.cover_bounds(problem.resources)
     if np.isinf(least).any():
-        return (
+        return DoesNotFit(
             f"{board.name} has {board.channels} off-chip memory channel(s), one per sequential stage; "
-            f"no {description} for model {model} fits in that many"
+            f"no {description} for model {model} fits in that many",
+            ("channels",),
         )
     needs = least + problem.reader.resources.as_tuple()
     budget = board_budget(board).as_tuple()
-    shorts = [
-        f"{board.name} is short of {_UNITS[kind][0]}: the smallest {description} needs {need:,.0f} "
-        f"{_UNITS[kind][1]}, the board has {have:,} ({need - have:,.0f} short)"
-        for kind, need, have in zip(RESOURCE_KINDS, needs, budget)
-        if need > have
-    ]
-    if shorts:
-        return "; ".join(shorts)
+    short = [(kind, need, have) for kind, need, have in zip(RESOURCE_KINDS, needs, budget) if need > have]
+    if short:
+        message = "; ".join(
+            f"{board.name} is short of {_UNITS[kind][0]}: the smallest {description} needs {need:,.0f} "
+            f"{_UNITS[kind][1]}, the board has {have:,} ({need - have:,.0f} short)"
+            for kind, need, have in short
+        )
+        return DoesNotFit(message, tuple(_UNITS[kind][0] for kind, _, _ in short))
     each = ", ".join(f"{need:,.0f} {_UNITS[kind][1]}" for kind, need in zip(RESOURCE_KINDS, needs))
     have = ", ".join(f"{count:,} {_UNITS[kind][1]}" for kind, count in zip(RESOURCE_KINDS, budget))
-    return (
+    return DoesNotFit(
         f"no {description} for model {model} fits every resource of {board.name} at once, though each "
         f"resource alone would (the least each needs: {each}; the board has {have})"
     )

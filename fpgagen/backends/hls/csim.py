@@ -24,7 +24,8 @@ _PASS = re.compile(r"^PASS vectors=(\d+) seconds=([0-9.eE+-]+)$", re.MULTILINE)
 _MISMATCH = re.compile(r"^MISMATCH layer=(\w+) vector=(\d+) index=(\d+) expected=(-?\d+) got=(-?\d+)$", re.MULTILINE)
 _DESIGN = re.compile(r"^DESIGN top=(\w+) layers=(\d+) nnz=(\d+)$", re.MULTILINE)
 _ERROR = re.compile(r"^ERROR (.*)$", re.MULTILINE)
-_BUILD_JOBS = "2"
+# The two translation units (the design, the testbench) build in parallel.
+BUILD_JOBS = 2
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,13 @@ class CsimResult:
         return data
 
 
-def run_csim(outdir: Path, vectors_dir: Path, status: Callable[[str], None] | None = None) -> CsimResult:
+def run_csim(
+    outdir: Path, vectors_dir: Path, status: Callable[[str], None] | None = None, jobs: int = BUILD_JOBS
+) -> CsimResult:
     """Build OUTDIR/hls's testbench (make, g++) and run it on `vectors_dir` and OUTDIR's weight images.
 
-    `status` is told what happens (the build, then the run), for a progress display.
+    `status` is told what happens (the build, then the run), for a progress display. `jobs` caps the
+    g++ processes of the build (a sweep, which runs one point per core, builds with one).
     """
     from ...manifest import read_manifest  # here, not above: the manifest module imports this package
 
@@ -85,7 +89,7 @@ def run_csim(outdir: Path, vectors_dir: Path, status: Callable[[str], None] | No
     if status:
         status("building the C simulation with g++")
     build = subprocess.run(
-        ["make", "-C", str(project), "-j", _BUILD_JOBS, "build"], capture_output=True, check=False, text=True
+        ["make", "-C", str(project), "-j", str(jobs), "build"], capture_output=True, check=False, text=True
     )
     build_seconds = time.perf_counter() - started
     if build.returncode != 0:
