@@ -32,7 +32,7 @@ from ..golden import GoldenModel, flatten_inputs
 from ..ir import Model
 from ..manifest import read_manifest
 from ..passes.prune import prune
-from ..report import RESULT_FILES
+from ..results import CSIM_RESULTS, SIM_RESULTS, SYNTH_RESULTS
 from ..schedule.cost_model import DesignEstimate
 from ..simulate import run_rtl_simulation
 from ..synth import run_synthesis
@@ -208,12 +208,12 @@ def _csim(design: Path, settings: Settings) -> dict:
     # One g++ job: the sweep's parallelism is one point per core.
     result = run_csim(design, design / "vectors", jobs=1)
     found = result.to_json()
-    _write_json(design / RESULT_FILES["C simulation"], found)
+    _write_json(design / CSIM_RESULTS, found)
     return found
 
 
 def _sim(design: Path, settings: Settings) -> dict:
-    results = design / RESULT_FILES["RTL simulation"]
+    results = design / SIM_RESULTS
     found = run_rtl_simulation(design, design / "vectors", results, simulator=settings.simulator)
     # the whole-design figures; the per-layer counters stay in the design's sim_results.json
     return {key: found[key] for key in _SIM_FIGURES}
@@ -223,7 +223,7 @@ def _synth(design: Path, settings: Settings) -> dict:
     result = run_synthesis(design)
     estimate = read_manifest(design)["estimate"]["totals"]["resources"]
     found = asdict(result) | {"resources": result.resources(), "estimate": estimate}
-    _write_json(design / RESULT_FILES["Yosys synthesis"], found)
+    _write_json(design / SYNTH_RESULTS, found)
     return {"passed": result.latches == 0, "resources": result.resources(), "latches": result.latches,
             "seconds": result.seconds}  # fmt: skip
 
