@@ -4,8 +4,9 @@ Synthesizes ten designs (3 layers of Graph Challenge 1024 all-dataflow with 8 an
 all-sequential with 16 at w8a16, all-dataflow with 16 PEs at w4a8 and w16a16; the five pruned MLPs
 of the tests that mix the modes, lane counts and precisions, w4a8 to w16a16),
 prints estimate / Yosys per resource, and refits the logic constants of
-fpgagen/schedule/cost_model.py (LUT and FF per lane and accumulator bit, per stage, per
-sequential stage) by non-negative least squares, so a change to the RTL can be followed by a
+fpgagen/schedule/cost_model.py (`engine_logic`: per PE and accumulator bit, per PE and entry bit,
+per issue unit, per stage) by non-negative least squares relative to each design's total, printing
+the ratios the fitted constants would give, so a change to the RTL can be followed by a
 recalibration. Writes bench/results/resources.json. Takes about 8 minutes.
 
 Graph Challenge weights all have one value, so Yosys drops the constant columns of their ROMs:
@@ -57,13 +58,25 @@ def gc_designs(work: Path) -> list[Path]:
     return folders
 
 
+LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "issue unit", "stage")
+
+
 def logic_features(manifest: dict) -> list[float]:
-    """What the logic constants multiply: sum of P x acc_bits, stages (and the input reader),
-    sequential stages."""
-    layers, stages = manifest["layers"], manifest["schedule"]["stages"]
-    lane_bits = sum(s["pes"] * max(layers[i]["formats"]["acc_bits"] for i in s["layers"]) for s in stages)
-    sequential = sum(s["mode"] == "sequential" for s in stages)
-    return [lane_bits, len(stages) + 1, sequential]
+    """What the logic constants of fpgagen.schedule.cost_model.engine_logic multiply, summed over
+    the design's stages (the input reader counts as a stage): LOGIC_TERMS."""
+    features = np.zeros(len(LOGIC_TERMS))
+    for stage, engine in zip(manifest["schedule"]["stages"], manifest["engine"]["stages"], strict=True):
+        widths = {memory["role"]: memory["width"] for memory in engine["memories"]}
+        pes, units = stage["pes"], stage["units"]
+        features += [pes * widths["accumulators"], pes * widths["PE entries"], units, 1]
+    features[3] += 1  # the input reader
+    return features.tolist()
+
+
+def constants(kind: str) -> np.ndarray:
+    """The current constants of LOGIC_TERMS for "LUT" or "FF"."""
+    names = (f"PE_{kind}_PER_ACC_BIT", f"PE_{kind}_PER_ENTRY_BIT", f"UNIT_{kind}", f"STAGE_{kind}")
+    return np.array([getattr(cost_model, name) for name in names], dtype=np.float64)
 
 
 def main() -> int:
@@ -74,8 +87,7 @@ def main() -> int:
         shutil.rmtree(work / case, ignore_errors=True)
         folders.append(mlp_design(case, work / case, count=2))
 
-    lut_constants = np.array([cost_model.LANE_LUT_PER_ACC_BIT, cost_model.STAGE_LUT, cost_model.SEQUENTIAL_LUT])
-    ff_constants = np.array([cost_model.LANE_FF_PER_ACC_BIT, cost_model.STAGE_FF, cost_model.SEQUENTIAL_FF])
+    lut_constants, ff_constants = constants("LUT"), constants("FF")
     rows, features, lut_rest, ff_rest, failures = [], [], [], [], []
     print(f"{'design':26} {'LUT':>13} {'FF':>13} {'DSP':>9} {'BRAM36':>11}   (Yosys / estimate)")
     for folder in folders:
@@ -100,19 +112,30 @@ def main() -> int:
 
     matrix = np.array(features, dtype=np.float64)
     fits = {}
+    refitted = {}  # estimate / Yosys if the fitted constants replaced the current ones
     for name, target, current in (("lut", lut_rest, lut_constants), ("ff", ff_rest, ff_constants)):
-        fitted, _ = nnls(matrix, np.array(target))
-        fits[name] = {"current": current.tolist(), "fitted": fitted.round(1).tolist()}
-        print(f"{name}: constants (per lane x acc bit, per stage, per sequential stage) now {current.tolist()}, "
-              f"fit {fitted.round(1).tolist()}")  # fmt: skip
+        # relative to each design's total, so that small designs weigh as much as large ones
+        weights = 1.0 / np.array([row["yosys"][name] for row in rows], dtype=np.float64)
+        fitted, _ = nnls(matrix * weights[:, None], np.array(target) * weights)
+        fits[name] = {"terms": LOGIC_TERMS, "current": current.tolist(), "fitted": fitted.round(2).tolist()}
+        print(f"{name}: constants ({', '.join(LOGIC_TERMS)}) now {current.tolist()}, fit {fitted.round(2).tolist()}")
+        refitted[name] = [
+            (row["estimate"][name] + float(np.dot(fitted - current, x))) / row["yosys"][name]
+            for row, x in zip(rows, features)
+        ]
     ratios = {
         k: [row["estimate"][k] / row["yosys"][k] for row in rows if row["yosys"][k]] for k in ("lut", "ff", "dsp")
     }
     for kind, values in ratios.items():
         print(f"estimate / Yosys {kind}: {min(values):.2f} .. {max(values):.2f}")
+    for kind, values in refitted.items():
+        print(f"with the fitted constants, estimate / Yosys {kind}: {min(values):.2f} .. {max(values):.2f}")
 
     with atomic_file(HERE / "results" / "resources.json") as partial:
-        partial.write_text(json.dumps({"designs": rows, "logic_fit": fits, "ratios": ratios}, indent=2) + "\n")
+        partial.write_text(
+            json.dumps({"designs": rows, "logic_fit": fits, "ratios": ratios, "refitted_ratios": refitted}, indent=2)
+            + "\n"
+        )
     print(f"wrote {HERE / 'results' / 'resources.json'}")
     for failure in failures:
         print("FAIL", failure)

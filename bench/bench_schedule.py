@@ -36,8 +36,9 @@ from fpgagen.ir import DATAFLOW, SEQUENTIAL, Activation, Layer, Model, sparse_we
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.prune import prune
 from fpgagen.passes.quantize import quantize
+from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.boards import load_board
-from fpgagen.schedule.cost_model import Activity, board_budget
+from fpgagen.schedule.cost_model import board_budget
 from fpgagen.schedule.scheduler import schedule
 
 RESULTS = Path(__file__).parent / "results" / "schedule.json"

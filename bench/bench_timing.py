@@ -85,7 +85,7 @@ def measure(name: str, outdir: Path) -> dict:
     record = {
         "design": name,
         "outdir": str(outdir),
-        "schedule": [{"mode": s["mode"], "layers": s["layers"], "pes": s["pes"]} for s in stages],
+        "schedule": [{"mode": s["mode"], "layers": s["layers"], "pes": s["pes"], "units": s["units"]} for s in stages],
         "levels": depth.levels,
         "meets_target": depth.levels <= TARGET_LEVELS,
         "target_levels": TARGET_LEVELS,
@@ -104,7 +104,7 @@ def measure(name: str, outdir: Path) -> dict:
 def show(record: dict) -> None:
     depth = record["logic_levels"]
     chain = depth["carry_chain"]
-    modes = ", ".join(f"{s['mode']} P={s['pes']}" for s in record["schedule"])
+    modes = ", ".join(f"{s['mode']} P={s['pes']} K={s.get('units', 1)}" for s in record["schedule"])
     verdict = "meets" if record["meets_target"] else "MISSES"
     print(f"{record['design']} ({modes}): {depth['levels']} LUT levels, {verdict} <= {TARGET_LEVELS}; "
           f"Yosys {record['yosys_seconds']:.0f} s, analysis {record['analysis_seconds']:.1f} s")  # fmt: skip

@@ -28,8 +28,9 @@ from .manifest import NAME as MANIFEST_NAME
 from .manifest import NumericsRecord, build_manifest, write_manifest
 from .outdir import check_output_folder, is_design_entry
 from .prepare import FrontOptions, prepare
+from .schedule.activity import Activity
 from .schedule.boards import Board, load_board
-from .schedule.cost_model import Activity, CostModel
+from .schedule.cost_model import CostModel
 from .schedule.scheduler import DEFAULT_BATCH
 from .vectors import DEFAULT_COUNT, ChosenInputs, calibration_inputs, golden_vectors, synthetic_inputs, write_vectors
 

@@ -37,7 +37,9 @@ def recorded_decisions(manifest: dict, where: Path) -> Recorded:
         board = board_from_manifest(manifest, where)
         schedule = Schedule(
             stages=tuple(
-                Stage(stage["mode"], tuple(stage["layers"]), int(stage["pes"]), stage["weight_memory"])
+                Stage(
+                    stage["mode"], tuple(stage["layers"]), int(stage["pes"]), stage["weight_memory"], int(stage["units"])
+                )
                 for stage in recorded["stages"]
             ),
             in_lanes=int(recorded["in_lanes"]),

@@ -83,6 +83,7 @@ class Stage:
     # BRAM for dataflow stages (a ROM initialized from the bitstream: block RAM, or LUTRAM when
     # small; UltraScale+ UltraRAM cannot be initialized), OFFCHIP for sequential ones
     weight_memory: str
+    units: int = 1  # issue units: activations the stage takes per cycle (1 for a sequential stage)
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class LayerSchedule:
     pes: int
     stage: int  # index into Schedule.stages
     weight_memory: str
+    units: int = 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,6 +126,8 @@ class Layer:
     activation: Activation = field(default_factory=Activation)
     numerics: LayerNumerics | None = None
     schedule: LayerSchedule | None = None
+    # after the relabelling pass: the new index of each of the model's outputs of this layer
+    output_order: np.ndarray | None = None
 
     @property
     def in_features(self) -> int:
@@ -170,6 +174,11 @@ class Model:
     @property
     def quantized(self) -> bool:
         return self.precision is not None
+
+    @property
+    def relabelled(self) -> bool:
+        """The relabelling pass (fpgagen.passes.relabel) has given each layer's outputs to its PEs."""
+        return any(layer.output_order is not None for layer in self.layers)
 
     def with_layers(self, layers: list[Layer] | tuple[Layer, ...]) -> Model:
         return replace(self, layers=tuple(layers))

@@ -22,7 +22,8 @@ from .engine import EnginePlan
 from .errors import FpgagenError
 from .ir import Model
 
-SCHEMA = "fpgagen.manifest/1"
+SCHEMA = "fpgagen.manifest/2"
+SCHEMA_FAMILY = "fpgagen.manifest/"  # every version: a folder holding any of them is an earlier design
 NAME = "manifest.json"
 
 
@@ -90,7 +91,13 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None, nu
             "objective": schedule.objective,
             "in_lanes": schedule.in_lanes,
             "stages": [
-                {"mode": s.mode, "layers": list(s.layers), "pes": s.pes, "weight_memory": s.weight_memory}
+                {
+                    "mode": s.mode,
+                    "layers": list(s.layers),
+                    "pes": s.pes,
+                    "units": s.units,
+                    "weight_memory": s.weight_memory,
+                }
                 for s in schedule.stages
             ],
         },
@@ -98,10 +105,7 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None, nu
             _layer_entry(plan, index, estimated_layers, numerics.accuracy) for index in range(len(model.layers))
         ],
         "engine": {
-            "channels": [
-                {"lanes": c.lanes, "length": c.length, "item_bits": c.item_bits, "lane_depth": c.lane_depth}
-                for c in plan.channels
-            ],
+            "channels": [{"subs": c.subs, "length": c.length, "item_bits": c.item_bits} for c in plan.channels],
             "stages": [{"memories": [asdict(memory) for memory in stage.memories]} for stage in plan.stages],
             "reader": {"memories": [asdict(memory) for memory in plan.reader_memories]},
         },
@@ -160,6 +164,7 @@ def _layer_entry(plan: EnginePlan, index: int, estimated: dict, accuracy: Accura
         },
         "mode": layer.schedule.mode,
         "pes": layer.schedule.pes,
+        "units": layer.schedule.units,
         "stage": layer.schedule.stage,
         "weight_memory": layer.schedule.weight_memory,
         "beats": shape.beats,

@@ -16,7 +16,7 @@ from pathlib import Path
 from .atomic import absolute, interrupted_replacement, is_temporary, leftovers
 from .errors import FpgagenError
 from .manifest import NAME as MANIFEST
-from .manifest import SCHEMA
+from .manifest import SCHEMA_FAMILY
 
 DEFAULT_ROOT = Path("hls_out")
 _DESIGN_ENTRIES = re.compile(
@@ -32,10 +32,10 @@ def is_design_entry(name: str) -> bool:
 
 def design_source(folder: Path) -> str | None:
     """The model file an fpgagen design in `folder` was compiled from ("" if it records none),
-    or None when `folder` holds no fpgagen manifest."""
+    or None when `folder` holds no fpgagen manifest (of this version or an earlier one)."""
     try:
         manifest = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
-        if manifest["schema"] == SCHEMA:
+        if str(manifest["schema"]).startswith(SCHEMA_FAMILY):
             return manifest["source"]["model"] or ""
     except (OSError, ValueError, KeyError, TypeError):
         pass

@@ -22,9 +22,8 @@ from .engine.layout import beats_per_row
 from .errors import FpgagenError
 from .ir import Model
 from .manifest import read_manifest
+from .results import SIM_RESULTS
 from .vectors import Vectors, read_vectors
-
-SIM_RESULTS = "sim_results.json"
 
 
 @dataclass(frozen=True)

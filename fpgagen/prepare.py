@@ -1,6 +1,7 @@
 """The front half of the compiler: a model file to a quantized, scheduled model.
 
-read -> quantize (or choose per-layer formats within --max-error) -> measure activity -> schedule.
+read -> quantize (or choose per-layer formats within --max-error) -> measure activity -> schedule
+-> relabel (each layer's outputs given to its PEs, fpgagen.passes.relabel).
 `fpgagen compile` goes on from here to the back ends; `fpgagen schedule` prints the result; a
 design folder read back (fpgagen.design) goes through the same steps with the formats and the
 schedule it recorded, so it computes exactly what its hardware does.
@@ -21,9 +22,10 @@ from .ir import Model, Schedule
 from .numerics import DEFAULT_PRECISION, Precision, parse_precision
 from .passes.formats import MAX_PRECISION, choose_formats
 from .passes.quantize import CALIBRATION_MARGIN, Formats, apply_formats, quantize
+from .passes.relabel import relabel
+from .schedule.activity import Activity
 from .schedule.apply import apply_schedule
 from .schedule.boards import Board
-from .schedule.cost_model import Activity
 from .schedule.scheduler import DEFAULT_BATCH, schedule
 
 
@@ -90,7 +92,7 @@ def prepare(
                 f"{model_path}: has {len(model.layers)} layers; the design was compiled from another model"
             )
         model = apply_formats(model, recorded.formats, precision)
-        return Prepared(apply_schedule(model, recorded.schedule), calib, None)
+        return Prepared(relabel(apply_schedule(model, recorded.schedule)), calib, None)
     if options.max_error is not None:
         step(f"choosing formats for an error of at most {options.max_error:g}")
         choice = choose_formats(model, calib, options.max_error, precision)
@@ -107,4 +109,4 @@ def prepare(
         activity = Activity.uniform(model)
     step("scheduling")
     model = schedule(model, board, options.policy, options.objective, activity, options.batch, options.pes)
-    return Prepared(model, calib, activity, goal, margin)
+    return Prepared(relabel(model), calib, activity, goal, margin)

@@ -69,14 +69,17 @@ def run_rtl_simulation(
     rtl: Path | None = None,
     toplevel: str | None = None,
     keep_build: bool = False,
+    reset_after: int | None = None,
     progress: Progress = SILENT,
 ) -> dict:
     """Build and run the testbench on the vectors folder `vectors`; write and return its results.
 
     `core` simulates the core with ap_ctrl_hs pins instead of the AXI4-Lite top; `rtl` and
     `toplevel` point the same testbench at other Verilog, such as Vitis HLS's for the same design.
-    `keep_build` keeps the simulator's build folder after a passing run. `progress` hears of the
-    build and of every vector simulated.
+    `keep_build` keeps the simulator's build folder after a passing run. `reset_after` resets the
+    design once that many outputs are out, in the middle of the batch, and then runs the whole batch
+    again: only the second run is compared, so partial sums left by the reset would show. `progress`
+    hears of the build and of every vector simulated.
     """
     from cocotb_tools.runner import get_runner
 
@@ -136,6 +139,7 @@ def run_rtl_simulation(
                     "FPGAGEN_VECTORS": str(Path(vectors).resolve()),
                     "FPGAGEN_RESULTS": str(Path(results).resolve()),
                     "FPGAGEN_PROGRESS": str(counter),
+                    **({"FPGAGEN_RESET_AFTER": str(reset_after)} if reset_after is not None else {}),
                     "COCOTB_LOG_LEVEL": "WARNING",
                     "PYTHONWARNINGS": "ignore::DeprecationWarning",
                 },

@@ -9,6 +9,8 @@ and writes cycles and the first mismatch to a JSON file. Environment:
   FPGAGEN_RESULTS   where to write the results JSON
   FPGAGEN_PROGRESS  (optional) a file that holds the number of outputs received so far, which
                     `fpgagen sim` reads to show the progress of a long simulation
+  FPGAGEN_RESET_AFTER  (optional) reset the design after this many outputs, with the rest of the
+                    batch in flight, then run the whole batch again and compare that run
 """
 
 from __future__ import annotations
@@ -88,13 +90,20 @@ class Harness:
 
     async def reset(self):
         cocotb.start_soon(Clock(self.clock, 10, unit="ns").start())
+        await self.hold_reset()
+
+    async def hold_reset(self):
         self.dut.ap_rst_n.value = 0
         if not self.axilite:
             self.dut.ap_start.value = 0
             self.dut.batch.value = 0
             for port, base, _ in self.rams:
                 getattr(self.dut, f"weights{port['port']}").value = base
-        await ClockCycles(self.clock, 5)
+        await ClockCycles(self.clock, 1)
+        # what the stream models still hold belongs to the run the reset ends
+        self.source.clear()
+        self.sink.clear()
+        await ClockCycles(self.clock, 4)
         self.dut.ap_rst_n.value = 1
         await ClockCycles(self.clock, 2)
 
@@ -158,6 +167,20 @@ def _frame(values: np.ndarray, lanes: int) -> AxiStreamFrame:
     return AxiStreamFrame(padded.tobytes())
 
 
+async def _interrupted_run(harness: Harness, vectors, outputs: int, limit_ns: int) -> None:
+    """Run the batch until `outputs` outputs are out and a few cycles more, so that the next vectors
+    are inside the engine (partial sums in the PEs' banks), then reset the design and drop what the
+    stream models still hold."""
+    for x in vectors.x_q:
+        await harness.source.send(_frame(x, harness.rtl["in_lanes"]))
+    await harness.start(vectors.batch)
+    for _ in range(outputs):
+        await with_timeout(harness.sink.recv(), limit_ns, "ns")
+    await ClockCycles(harness.clock, 20)
+    await harness.hold_reset()
+    harness.done.clear()
+
+
 @cocotb.test()
 async def run_vectors(dut):
     manifest = json.loads(Path(os.environ["FPGAGEN_MANIFEST"]).read_text())
@@ -167,13 +190,16 @@ async def run_vectors(dut):
     await harness.reset()
 
     expected = vectors.layer_outputs[-1]
+    limit = TIMEOUT_CYCLES_PER_VECTOR * vectors.batch
+    reset_after = os.environ.get("FPGAGEN_RESET_AFTER")
+    if reset_after is not None:
+        await _interrupted_run(harness, vectors, min(int(reset_after), vectors.batch - 1), 10 * limit)
     for x in vectors.x_q:
         await harness.source.send(_frame(x, rtl["in_lanes"]))
     await harness.start(vectors.batch)
     clock_start = cocotb.utils.get_sim_time("ns")
 
     outputs, first_out = [], None
-    limit = TIMEOUT_CYCLES_PER_VECTOR * vectors.batch
     for _ in range(vectors.batch):
         frame = await with_timeout(harness.sink.recv(), 10 * limit, "ns")
         if first_out is None:

@@ -14,6 +14,7 @@ from fpgagen.ir import Activation, Layer, Model, Schedule, Stage, sparse_weights
 from fpgagen.manifest import read_manifest
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.quantize import quantize
+from fpgagen.passes.relabel import relabel
 from fpgagen.schedule.apply import apply_schedule
 from fpgagen.schedule.boards import load_board
 from fpgagen.simulate import verilator_on_path
@@ -23,8 +24,8 @@ RELU, CLIP, NONE = Activation(0.0, np.inf), Activation(-0.5, 1.5), Activation()
 FLOOR = Activation(0.25, 2.0)  # no output is ever zero, padding lanes included
 
 
-def df(layer: int, pes: int) -> Stage:
-    return Stage("dataflow", (layer,), pes, "bram")
+def df(layer: int, pes: int, units: int = 1) -> Stage:
+    return Stage("dataflow", (layer,), pes, "bram", units)
 
 
 def seq(layers: tuple[int, ...], pes: int) -> Stage:
@@ -50,7 +51,7 @@ def pruned_mlp(name: str, sizes: list[int], activations: list[Activation], seed:
 def scheduled(model: Model, precision: str, stages: tuple[Stage, ...], in_lanes: int, calib=None) -> Model:
     quantized = quantize(model, parse_precision(precision), calib)
     schedule = Schedule(stages, in_lanes, "u280", 300.0, "auto", "throughput")
-    return apply_schedule(quantized, schedule)
+    return relabel(apply_schedule(quantized, schedule))  # as `fpgagen compile` leaves it
 
 
 def compile_design(model: Model, outdir: Path, inputs: np.ndarray) -> Path:
@@ -64,8 +65,8 @@ def compile_design(model: Model, outdir: Path, inputs: np.ndarray) -> Path:
 # -- pruned MLPs: shapes, schedules, precisions, lane counts ---------------------------------------
 
 MLPS = {
-    # dataflow only, P = 1, 2, 64 (a 1024-bit output stream), K = 4; the last stage is dataflow
-    "dataflow_only": ([37, 50, 23, 11], [RELU, CLIP, NONE], "w8a16", (df(0, 1), df(1, 2), df(2, 64)), 4),
+    # dataflow only, P = 1, 2, 64 (a 1024-bit output stream) with 1, 2 and 2 issue units, 4 input lanes
+    "dataflow_only": ([37, 50, 23, 11], [RELU, CLIP, NONE], "w8a16", (df(0, 1), df(1, 2, 2), df(2, 64, 2)), 4),
     # sequential only, one stage of P = 16 on a 256-bit AXI port, K = 16
     "sequential_only": ([100, 64, 30], [RELU, NONE], "w16a16", (seq((0, 1), 16),), 16),
     # a sequential stage in the middle, the last stage dataflow, K = 1
@@ -73,13 +74,13 @@ MLPS = {
         [13, 29, 31, 7, 5],
         [RELU, RELU, CLIP, NONE],
         "w8a16",
-        (df(0, 2), seq((1, 2), 8), df(3, 16)),
+        (df(0, 2, 2), seq((1, 2), 8), df(3, 16, 4)),
         1,
     ),
     # a sequential stage at the end with one lane
-    "sequential_end": ([64, 200, 10, 3], [FLOOR, RELU, NONE], "w16a16", (df(0, 16), df(1, 4), seq((2,), 1)), 4),
+    "sequential_end": ([64, 200, 10, 3], [FLOOR, RELU, NONE], "w16a16", (df(0, 16, 4), df(1, 4, 2), seq((2,), 1)), 4),
     # a sequential stage first, then dataflow with P = 8
-    "sequential_first": ([257, 33, 65, 17], [RELU, FLOOR, NONE], "w8a16", (seq((0, 1), 2), df(2, 8)), 16),
+    "sequential_first": ([257, 33, 65, 17], [RELU, FLOOR, NONE], "w8a16", (seq((0, 1), 2), df(2, 8, 2)), 16),
     # 4-bit weights and 8-bit activations: accumulators narrower than a product, in both modes
     "narrow_w4a8": ([48, 70, 20, 6], [RELU, CLIP, NONE], "w4a8", (df(0, 8), seq((1,), 4), df(2, 2)), 16),
 }

@@ -10,34 +10,47 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from dataclasses import asdict
 from pathlib import Path
 
 from fpgagen.design import board_from_manifest, model_from_manifest
 from fpgagen.engine import EnginePlan, StagePlan, plan_engine
 from fpgagen.engine.geometry import (
     ACTIVATION_DEPTH,
-    MASK_DEPTH,
+    CHANNEL_DEPTH,
+    CHANNEL_SLACK,
+    DRAIN_SLACK,
+    ITEM_FIFO_DEPTH,
     MAX_BURSTS,
     OFFCHIP_SLOT,
     OUTPUT_DEPTH,
+    PE_FIFO_DEPTH,
+    READER_WORD_DEPTH,
     REQUEST_DEPTH,
-    ROW_TASK_DEPTH,
+    ROW_FIFO_DEPTH,
+    WORD_FIFO_DEPTH,
     Channel,
 )
 from fpgagen.ir import Model
 from fpgagen.manifest import read_manifest
+from fpgagen.schedule.activity import Activity
+from fpgagen.schedule.cost_model import CostModel
 
 # The plan's kinds as synthesis attributes, and the stage parameter that carries each memory's.
 STYLES = {"bram": "block", "lutram": "distributed", "registers": "registers"}
 STAGE_STYLES = {
-    False: {"row table": "ROWS_STYLE", "weights": "WEIGHTS_STYLE", "bias": "BIAS_STYLE", "accumulators": "ACC_STYLE"},
+    False: {
+        "row table": "ROWS_STYLE", "weights": "WEIGHTS_STYLE", "bias": "BIAS_STYLE", "accumulators": "ACC_STYLE",
+        "PE entries": "PE_FIFO_STYLE", "unit activations": "ITEM_FIFO_STYLE", "unit rows": "ROW_FIFO_STYLE",
+        "drained words": "WORD_FIFO_STYLE",
+    },
     True: {
         "descriptors": "DESC_STYLE", "row table": "ROWS_STYLE", "bias": "BIAS_STYLE", "accumulators": "ACC_STYLE",
-        "row requests": "REQUEST_STYLE", "waiting activations": "ACTIVATION_STYLE",
-        "loop-back lanes": "LOOP_STYLE", "loop-back mask": "LOOP_MASK_STYLE",
+        "PE entries": "PE_FIFO_STYLE", "unit activations": "ITEM_FIFO_STYLE", "row requests": "REQUEST_STYLE",
+        "waiting activations": "ACTIVATION_STYLE", "loop-back items": "LOOP_STYLE",
+        "drained words": "WORD_FIFO_STYLE",
     },
 }  # fmt: skip
-from fpgagen.schedule.cost_model import Activity, CostModel
 
 
 def check_design_follows_plan(outdir: Path, model: Model | None = None) -> EnginePlan:
@@ -55,29 +68,29 @@ def check_design_follows_plan(outdir: Path, model: Model | None = None) -> Engin
 
 
 def _listing(memories) -> list[tuple]:
-    return [(m.role, m.depth, m.width, m.kind, m.count) for m in memories]
+    return [(m.role, m.depth, m.width, m.kind, m.count, m.ports) for m in memories]
 
 
 def check_cost_model_prices_the_plan(plan: EnginePlan) -> None:
-    cost = CostModel(plan.model, plan.board, Activity.uniform(plan.model))
+    """The cost model sees the same memories as the plan, for the placement the design really has."""
+    cost = CostModel(plan.model, plan.board, Activity.uniform(plan.model), relabel=False)  # as the model stands
     assert _listing(cost.reader_memories(plan.in_lanes)) == _listing(plan.reader_memories)
     for stage in plan.stages:
         first, last = stage.layers[0].index, stage.layers[-1].index
         if stage.sequential:
             priced = cost.sequential_memories(first, last, stage.pes)
         else:
-            priced = cost.dataflow_memories(first, stage.pes)
+            priced = cost.dataflow_memories(first, stage.pes, stage.units)
         assert _listing(priced) == _listing(stage.memories), f"stage {stage.index}"
 
 
 def check_manifest_records_the_plan(manifest: dict, plan: EnginePlan) -> None:
     recorded = manifest["engine"]
+    assert [(s["pes"], s["units"]) for s in manifest["schedule"]["stages"]] == [(s.pes, s.units) for s in plan.stages]
     for entry, stage in zip(recorded["stages"], plan.stages, strict=True):
-        assert [tuple(m.values()) for m in entry["memories"]] == _listing(stage.memories)
+        assert entry["memories"] == [asdict(memory) for memory in stage.memories]
     for entry, channel in zip(recorded["channels"], plan.channels, strict=True):
-        assert (entry["lanes"], entry["length"], entry["item_bits"], entry["lane_depth"]) == (
-            channel.lanes, channel.length, channel.item_bits, channel.lane_depth
-        )  # fmt: skip
+        assert (entry["subs"], entry["length"], entry["item_bits"]) == (channel.subs, channel.length, channel.item_bits)
     for index, entry in enumerate(manifest["layers"]):
         shape = plan.layer(index).shape
         assert (entry["beats"], entry["formats"]["acc_bits"]) == (shape.beats, shape.acc_bits)
@@ -94,30 +107,28 @@ def rtl_instances(text: str) -> dict[str, dict[str, str]]:
     return {match["name"]: dict(_PARAMETER.findall(match["params"])) for match in _INSTANCE.finditer(text)}
 
 
-def _out_index_bits(stage: StagePlan) -> int:
-    return stage.output.index_bits if isinstance(stage.output, Channel) else 1
-
-
 def expected_stage_parameters(stage: StagePlan) -> dict[str, int]:
+    """A stage's numeric parameters, read off the plan."""
+    output_bits = stage.output.index_bits if isinstance(stage.output, Channel) else 1
     common = {
-        "B": stage.input.lanes, "P": stage.pes, "IN_IDX_W": stage.input.index_bits,
-        "OUT_IDX_W": _out_index_bits(stage), "START_W": stage.start_bits, "CNT_W": stage.count_bits,
-        "W_BITS": stage.weight_bits, "ACC_W": stage.acc_bits, "DENSE": int(stage.last),
+        "S": stage.input.subs, "P": stage.pes, "IN_IDX_W": stage.input.index_bits, "OUT_IDX_W": output_bits,
+        "ADDRESSES": stage.addresses, "LOCAL_W": stage.local_bits, "START_W": stage.start_bits,
+        "CNT_W": stage.count_bits, "W_BITS": stage.weight_bits, "ACC_W": stage.acc_bits, "DENSE": int(stage.last),
+        "COUNT_W": stage.groups.count_bits, "PE_FIFO_DEPTH": PE_FIFO_DEPTH, "ITEM_FIFO_DEPTH": ITEM_FIFO_DEPTH,
+        "WORD_FIFO_DEPTH": WORD_FIFO_DEPTH, "DRAIN_SLACK": DRAIN_SLACK,
     }  # fmt: skip
     if not stage.sequential:
         (layer,) = stage.layers
         return common | {
-            "N_IN": layer.shape.n_in, "N_OUT": layer.shape.n_out, "ADDRESSES": layer.shape.addresses,
-            "LOCAL_W": layer.shape.slot.local_bits, "BEATS": layer.shape.rom_beats,
-            "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
+            "K": stage.units, "G": stage.groups.size, "N_IN": layer.shape.n_in, "N_OUT": layer.shape.n_out,
+            "BEATS": layer.shape.rom_beats, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
+            "ROW_FIFO_DEPTH": ROW_FIFO_DEPTH,
         }  # fmt: skip
     loop = stage.loop
     return common | {
-        "LAYERS": len(stage.layers), "LOOP_IDX_W": loop.index_bits if loop else 1, "ADDRESSES": stage.addresses,
-        "LOCAL_W": (stage.addresses - 1).bit_length() or 1,
-        "ROWS": stage.rows, "BIAS_ROWS": stage.bias_rows, "LOOP_DEPTH": loop.lane_depth if loop else 1,
-        "MASK_DEPTH": MASK_DEPTH, "REQUEST_DEPTH": REQUEST_DEPTH, "ACTIVATION_DEPTH": ACTIVATION_DEPTH,
-        "MAX_BURSTS": MAX_BURSTS,
+        "LAYERS": len(stage.layers), "LOOP_IDX_W": loop.index_bits if loop else 1, "ROWS": stage.rows,
+        "BIAS_ROWS": stage.bias_rows, "LOOP_DEPTH": stage.loop_depth if loop else 1,
+        "REQUEST_DEPTH": REQUEST_DEPTH, "ACTIVATION_DEPTH": ACTIVATION_DEPTH, "MAX_BURSTS": MAX_BURSTS,
     }  # fmt: skip
 
 
@@ -132,25 +143,29 @@ def check_rtl_follows_the_plan(rtl: Path, plan: EnginePlan) -> None:
             if any(memory.role == role for memory in stage.memories):
                 kind = stage.memory(role).kind
                 assert found[parameter] == f'"{STYLES[kind]}"', f"stage {stage.index} {role}: {found[parameter]}"
-    # Channel k: lane FIFOs of item_bits x lane_depth, a mask FIFO of MASK_DEPTH masks.
-    for k, channel in enumerate(plan.channels):
-        lane_memory, mask_memory = channel.memories("channel")
-        lanes = re.search(rf"g_ch{k}\b.*?fg_fifo #\(\.WIDTH\((\d+)\), \.DEPTH\((\d+)\), \.STYLE\((\S+)\)\)", core,
-                          re.DOTALL)  # fmt: skip
-        assert (int(lanes[1]), int(lanes[2]), lanes[3]) == (
-            channel.item_bits, channel.lane_depth, f'"{STYLES[lane_memory.kind]}"'
+    # Channel k: `subs` FIFOs of CHANNEL_DEPTH items, of the kind its producer's plan chose.
+    producers = [plan.reader_memories, *(stage.memories for stage in plan.stages)]
+    for k, (channel, memories) in enumerate(zip(plan.channels, producers)):
+        (memory,) = [m for m in memories if m.role in ("input items", "output items")]
+        assert (memory.count, memory.width, memory.depth) == (channel.subs, channel.item_bits, CHANNEL_DEPTH)
+        fifo = re.search(rf"g_ch{k}\b.*?fg_fifo #\((?P<params>.*?)\)\s*u_fifo", core, re.DOTALL)
+        params = dict(_PARAMETER.findall(fifo["params"]))
+        assert (int(params["WIDTH"]), int(params["DEPTH"]), int(params["SLACK"]), params["STYLE"]) == (
+            channel.item_bits, CHANNEL_DEPTH, CHANNEL_SLACK, f'"{STYLES[memory.kind]}"'
         ), f"channel {k}"  # fmt: skip
-        mask = instances[f"u_ch{k}_mask"]
-        assert (int(mask["WIDTH"]), int(mask["DEPTH"]), mask["STYLE"]) == (
-            channel.lanes, MASK_DEPTH, f'"{STYLES[mask_memory.kind]}"'
-        )  # fmt: skip
+        assert re.search(rf"for \(g{k} = 0; g{k} < {channel.subs};", core), f"channel {k}: {channel.subs} FIFOs"
     output = instances["u_out"]
     output_memory = plan.stages[-1].memory("output beats")
     assert (int(output["WIDTH"]), int(output["DEPTH"]), output["STYLE"]) == (
         plan.interface.out_bits + 1, OUTPUT_DEPTH, f'"{STYLES[output_memory.kind]}"'
     )  # fmt: skip
     reader = instances["u_reader"]
-    assert (int(reader["K"]), int(reader["IDX_W"])) == (plan.in_lanes, plan.channels[0].index_bits)
+    groups = plan.reader_groups
+    words = next(m for m in plan.reader_memories if m.role == "input words")
+    assert (int(reader["LANES"]), int(reader["S"]), int(reader["G"]), int(reader["IDX_W"])) == (
+        plan.in_lanes, groups.count, groups.size, plan.channels[0].index_bits
+    )  # fmt: skip
+    assert (int(reader["WORD_FIFO_DEPTH"]), reader["WORD_FIFO_STYLE"]) == (READER_WORD_DEPTH, f'"{STYLES[words.kind]}"')
 
 
 # HLS -----------------------------------------------------------------------------------------------
@@ -166,42 +181,80 @@ def hls_configs(header: str) -> dict[str, dict[str, int]]:
     return configs
 
 
+def _stream_depths(source: str) -> dict[str, list[str]]:
+    """`#pragma HLS STREAM variable=X depth=D` of a source: X -> every D given to it."""
+    depths: dict[str, list[str]] = {}
+    for name, depth in re.findall(r"#pragma HLS STREAM variable=(\w+) depth=(\S+)\n", source):
+        depths.setdefault(name, []).append(depth)
+    return depths
+
+
 def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
+    """The constants, types and stream depths of the HLS project are the plan's: every cfg constant
+    of every stage, every channel's item type, sub-channels and FIFO depth, the reader's and the
+    output's FIFOs, and the storage the plan's memory kinds bind to."""
     header = (hls / f"{plan.top}.h").read_text()
     source = (hls / f"{plan.top}.cpp").read_text()
     configs = hls_configs(header)
+    rom_impl = {"bram": "bram", "lutram": "lutram", "registers": "lutram"}
     for stage in plan.stages:
+        cfg = configs[stage.name]
+        common = {
+            "IN_SUBS": stage.input.subs, "PES": stage.pes, "ADDRESSES": stage.addresses,
+            "ACC_BITS": stage.acc_bits, "LOCAL_BITS": stage.local_bits, "START_BITS": stage.start_bits,
+            "COUNT_BITS": stage.count_bits, "ITEM_DEPTH": stage.memory("unit activations").depth,
+            "WORD_DEPTH": next((m.depth for m in stage.memories if m.role == "drained words"), 1),
+        }  # fmt: skip
         if stage.sequential:
-            cfg = configs[stage.name]
             port = plan.interface.ports[stage.port]
-            expected = {
-                "IN_LANES": stage.input.lanes, "PES": stage.pes, "LAYERS": len(stage.layers),
-                "ROWS": stage.rows, "BIAS_ROWS": stage.bias_rows, "ADDRESSES": stage.addresses,
-                "ACC_BITS": stage.acc_bits, "IMAGE_BEATS": port.image_beats,
-                "SLOT_LOCAL_BITS": OFFCHIP_SLOT.local_bits, "SLOT_WEIGHT_BITS": OFFCHIP_SLOT.weight_bits,
+            expected = common | {
+                "LAYERS": len(stage.layers), "ROWS": stage.rows, "BIAS_ROWS": stage.bias_rows,
+                "IMAGE_BEATS": port.image_beats, "SLOT_LOCAL_BITS": OFFCHIP_SLOT.local_bits,
+                "SLOT_WEIGHT_BITS": OFFCHIP_SLOT.weight_bits,
+                "REQUEST_DEPTH": stage.memory("row requests").depth,
+                "WAITING_DEPTH": stage.memory("waiting activations").depth,
+                "BEAT_DEPTH": stage.memory("PE entries").depth,
+                "LOOP_DEPTH": stage.loop_depth if stage.loop else 1,
             }  # fmt: skip
-            loop_depth = stage.loop.lane_depth if stage.loop else 1
-            assert f"#pragma HLS STREAM variable=loop depth={loop_depth}\n" in source
+            if stage.loop:
+                assert stage.memory("loop-back items").depth == stage.loop_depth
+            assert f"typedef ap_uint<{port.data_bits}> beat_t;" in header
+            pragma = re.search(rf"INTERFACE mode=m_axi port={port.name} bundle={port.bundle} .*", source)[0]
+            assert f"max_read_burst_length={port.max_burst} num_read_outstanding={MAX_BURSTS}" in pragma
         else:
             (layer,) = stage.layers
-            cfg = configs[stage.name]
-            expected = {
-                "IN_LANES": stage.input.lanes, "PES": stage.pes, "N_IN": layer.shape.n_in,
-                "N_OUT": layer.shape.n_out, "ADDRESSES": layer.shape.addresses, "BEATS": layer.shape.rom_beats,
-                "ACC_BITS": stage.acc_bits, "WEIGHT_BITS": layer.shape.slot.weight_bits,
-                "LOCAL_BITS": layer.shape.slot.local_bits, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
-                "TASK_DEPTH": ROW_TASK_DEPTH,
+            expected = common | {
+                "UNITS": stage.units, "GROUP": stage.groups.size, "N_IN": layer.shape.n_in,
+                "N_OUT": layer.shape.n_out, "BEATS": layer.shape.rom_beats,
+                "WEIGHT_BITS": layer.shape.slot.weight_bits, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
+                "ROW_DEPTH": stage.memory("unit rows").depth, "ENTRY_DEPTH": stage.memory("PE entries").depth,
             }  # fmt: skip
-            bound = re.search(rf"void {stage.name}::run\(.*?BIND_STORAGE variable=rom type=rom_1p impl=(\w+)", source,
-                              re.DOTALL)  # fmt: skip
-            assert bound[1] == {"bram": "bram", "lutram": "lutram"}[stage.memory("weights").kind], (
-                f"stage {stage.index}"
-            )
-        assert cfg == expected, f"stage {stage.index}"
-    for k, channel in enumerate(plan.channels):
+            run = source[source.index(f"void {stage.name}::run(") :]
+            run = run[: run.index("\n}\n")]  # this stage's function only
+            bound = re.search(r"BIND_STORAGE variable=cfg::rom type=rom_1p impl=(\w+)", run)
+            assert bound[1] == rom_impl[stage.memory("weights").kind], f"stage {stage.index}"
+            # one lookup and one issue process per unit, each on its own constant-indexed streams
+            for unit in range(stage.units):
+                assert f"fpgagen::issue<cfg>(rows[{unit}], entries[{unit}]);" in run
+            assert f"fpgagen::issue<cfg>(rows[{stage.units}]" not in run
+        assert cfg == expected, f"stage {stage.index}: {cfg} != {expected}"
+        groups = stage.groups
+        assert (
+            f"typedef fpgagen::word<{groups.size}, {groups.base_bits}, {groups.count_bits}> word_t;" in header
+        ), f"stage {stage.index}"
+    depths = _stream_depths(source)
+    producers = [plan.reader_memories, *(stage.memories for stage in plan.stages)]
+    for k, (channel, memories) in enumerate(zip(plan.channels, producers)):
+        (items,) = [m for m in memories if m.role in ("input items", "output items")]
         assert f"typedef fpgagen::item<{channel.index_bits}> ch{k}_item_t;" in header
-        assert f"#pragma HLS STREAM variable=ch{k} depth={channel.lane_depth}\n" in source
-        assert f"#pragma HLS STREAM variable=ch{k}_mask depth={MASK_DEPTH}\n" in source
+        assert f"hls::stream<{plan.model.name}_stages::ch{k}_item_t> ch{k}[{channel.subs}];" in source
+        assert depths[f"ch{k}"] == [str(items.depth)], f"channel {k}"
+    (words,) = [m for m in plan.reader_memories if m.role == "input words"]
+    assert f"static const int WORD_DEPTH = {words.depth};" in header
+    groups = plan.reader_groups
+    assert f"typedef fpgagen::word<{groups.size}, {groups.base_bits}, {groups.count_bits}> word_t;" in header
+    assert depths["dense"] == [str(plan.stages[-1].memory("output beats").depth)]
+    assert f"static const int BEATS = {plan.stages[-1].layers[-1].shape.addresses};" in header
 
 
 # RTL as elaborated ------------------------------------------------------------------------------------
@@ -209,18 +262,24 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
 # Where each of the plan's memories is in the core: (instance path pattern, owner, role). An owner is
 # "stage<s>", "channel<k>" or "output".
 _RTL_MEMORIES = [
-    (r"g_ch(\d+)\[\d+\]\.u_fifo\.mem", "channel", "lanes"),
-    (r"u_ch(\d+)_mask\.mem", "channel", "mask"),
+    (r"g_ch(\d+)\[\d+\]\.u_fifo\.mem", "channel", "items"),
     (r"u_out\.mem", "output", "output beats"),
-    (r"u_stage(\d+)\.u_entries\.mem", "stage", "weights"),
+    (r"u_reader\.g_group\[\d+\]\.u_words\.mem", "reader", "input words"),
+    (r"u_stage(\d+)\.g_rom\[\d+\]\.u_rows\.mem", "stage", "row table"),
     (r"u_stage(\d+)\.u_rows\.mem", "stage", "row table"),
-    (r"u_stage(\d+)\.u_pes\.u_bias\.mem", "stage", "bias"),
-    (r"u_stage(\d+)\.u_pes\.g_lane\[\d+\]\.u_bank[01]\.mem", "stage", "accumulators"),
+    (r"u_stage(\d+)\.g_rom\[\d+\]\.u_weights\.mem", "stage", "weights"),
+    (r"u_stage(\d+)\.u_bias\.mem", "stage", "bias"),
+    (r"u_stage(\d+)\.g_unit\[\d+\]\.u_items\.mem", "stage", "unit activations"),
+    (r"u_stage(\d+)\.u_items\.mem", "stage", "unit activations"),
+    (r"u_stage(\d+)\.g_unit\[\d+\]\.u_unit\.u_rows\.mem", "stage", "unit rows"),
+    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_fifo\[\d+\]\.u_fifo\.mem", "stage", "PE entries"),
+    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.u_bank[01]\.mem", "stage", "accumulators"),
+    (r"u_stage(\d+)\.g_sparse\.g_group\[\d+\]\.u_words\.mem", "stage", "drained words"),
+    (r"u_stage(\d+)\.g_serialize\.u_words\.mem", "stage", "drained words"),
     (r"u_stage(\d+)\.u_desc\.mem", "stage", "descriptors"),
     (r"u_stage(\d+)\.u_requests\.mem", "stage", "row requests"),
-    (r"u_stage(\d+)\.u_activations\.mem", "stage", "waiting activations"),
-    (r"u_stage(\d+)\.g_loop_back\.g_loop\[\d+\]\.u_fifo\.mem", "stage", "loop-back lanes"),
-    (r"u_stage(\d+)\.g_loop_back\.u_loop_mask\.mem", "stage", "loop-back mask"),
+    (r"u_stage(\d+)\.u_acts\.mem", "stage", "waiting activations"),
+    (r"u_stage(\d+)\.g_loop_back\.u_loop\.mem", "stage", "loop-back items"),
 ]
 
 
@@ -275,15 +334,17 @@ def check_rtl_memories_are_the_plan(outdir: Path, plan: EnginePlan) -> None:
     def add(owner: str, role: str, memory) -> None:
         planned.setdefault((owner, role), []).extend([(memory.depth, memory.width, STYLES[memory.kind])] * memory.count)
 
-    for k, channel in enumerate(plan.channels):
-        lanes, mask = channel.memories("channel")
-        add(f"channel{k}", "lanes", lanes)
-        add(f"channel{k}", "mask", mask)
+    # A memory read through two ports is one array with two read ports in the Verilog.
+    (words, first) = plan.reader_memories
+    add("reader", words.role, words)
+    add("channel0", "items", first)
     for stage in plan.stages:
         for memory in stage.memories:
             if memory.role == "output beats":
                 add("output", memory.role, memory)
-            elif not memory.role.startswith("output"):  # the output channel: channel s + 1 above
+            elif memory.role == "output items":  # the next stage's channel
+                add(f"channel{stage.index + 1}", "items", memory)
+            else:
                 add(f"stage{stage.index}", memory.role, memory)
     assert {key: sorted(value) for key, value in built.items()} == {
         key: sorted(value) for key, value in planned.items()

@@ -10,39 +10,39 @@ import pytest
 
 from fpgagen.engine.geometry import (
     ACTIVATION_DEPTH,
+    CHANNEL_DEPTH,
     DESCRIPTOR_FIELD_BITS,
     DESCRIPTOR_FIELDS,
-    MASK_DEPTH,
     OUTPUT_DEPTH,
+    PE_FIFO_DEPTH,
     REQUEST_DEPTH,
     in_lanes,
 )
-from fpgagen.engine.memory import Memory
+from fpgagen.engine.memory import BRAM as BLOCK_RAM
+from fpgagen.engine.memory import LUTRAM, Memory
 from fpgagen.ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, Activation, Layer, Model, Stage, sparse_weights
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.quantize import quantize
+from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.boards import load_board
 from fpgagen.schedule.cost_model import (
     L_COMPUTE,
     L_DRAIN,
-    L_FLUSH,
     L_MEMORY,
-    LANE_FF_PER_ACC_BIT,
-    LANE_LUT_PER_ACC_BIT,
-    SEQUENTIAL_FF,
-    SEQUENTIAL_LUT,
-    STAGE_FF,
-    STAGE_LUT,
-    Activity,
+    L_PASS,
+    L_READER,
+    L_WORDS,
+    READER_LOGIC,
     CostModel,
     Resources,
-    lutram_luts,
+    engine_logic,
     price,
     total,
 )
+from fpgagen.schedule.work import place
 
-# Row 0 feeds outputs 0, 2, 3; row 1 nothing; row 2 outputs 1 and 4. With P = 2 (even outputs on
-# lane 0, odd on lane 1) row 0 has two entries in lane 0 (2 beats), row 2 one per lane (1 beat).
+# Row 0 feeds outputs 0, 2, 3; row 1 nothing; row 2 outputs 1 and 4. With P = 2 and output j on
+# PE j mod 2, row 0 puts two nonzeros on PE 0 (2 beats) and row 2 one on each PE (1 beat).
 W0 = np.array(
     [
         [0.5, 0.0, -0.25, 1.0, 0.0],
@@ -51,7 +51,9 @@ W0 = np.array(
     ]
 )
 W1 = np.ones((5, 2)) * 0.5
-P_IN = np.array([0.5, 1.0, 0.25])  # how often each input of layer 0 is nonzero
+# Two measured vectors: which inputs of each layer are nonzero.
+X0 = np.array([[1, 0, 1], [1, 1, 0]], dtype=bool)
+X1 = np.array([[1, 0, 0, 1, 1], [0, 0, 0, 0, 0]], dtype=bool)
 
 BOARD = replace(load_board("u280"), name="test", clock_mhz=200.0, channel_gbps=12.8, dsp=10)  # 64 B/cycle
 
@@ -64,102 +66,114 @@ def two_layers() -> Model:
     return quantize(Model("hand", layers, "x", "y", (3,)), parse_precision("w8a16"))
 
 
-def activity(model: Model) -> Activity:
-    return Activity((P_IN, np.full(5, 0.4)), "hand-made")
+def measured() -> Activity:
+    return Activity((X0.mean(axis=0), X1.mean(axis=0)), "hand-made", (X0, X1))
 
 
-def test_beats_follow_the_lane_layout_and_the_activity():
+def hand_cost(board=BOARD) -> CostModel:
+    """Outputs stay on PE j mod P, so the figures below can be counted by hand."""
+    return CostModel(two_layers(), board, measured(), relabel=False)
+
+
+def test_the_placement_gives_each_row_its_beats_on_the_busiest_pe():
+    placement = hand_cost().placement(0, 2)
+    assert placement.counts.tolist() == [[2, 1], [0, 0], [1, 1]]
+    assert placement.beats.tolist() == [2, 0, 1]
+    assert placement.row_cycles.tolist() == [2, 1, 1]  # a row without weights still takes its cycle
+    shape = hand_cost().shape(0, 2)
+    assert (shape.beats, shape.max_row_beats, shape.addresses) == (3, 2, 3)
+
+
+def test_relabelling_spreads_a_row_over_the_pes():
+    """Every row has nonzeros at outputs 0 and 2: both on PE 0 under j mod 2, one per PE after."""
+    weights = sparse_weights(np.tile([1.0, 0.0, 1.0, 0.0], (4, 1)))
+    assert place(weights, 2, relabel=False).beats.tolist() == [2, 2, 2, 2]
+    assert place(weights, 2, relabel=True).beats.tolist() == [1, 1, 1, 1]
+
+
+def test_a_dataflow_layer_takes_its_busiest_unit_or_pe_vector_by_vector():
+    cost = hand_cost()
+    # one unit: vector 1 issues rows 0 and 2 (2 + 1 cycles) and PE 0 takes 2 + 1 entries; vector 2
+    # issues rows 0 and 1 (2 + 1) and PE 0 takes 2
+    one = cost.cycles(0, 2, DATAFLOW, 1)
+    assert one.compute == pytest.approx(3 + L_COMPUTE)
+    # two units, dealt in turn: vector 1 max(2, 1) issued but PE 0 takes 3; vector 2 max(2, 1), PE 0 2
+    two = cost.cycles(0, 2, DATAFLOW, 2)
+    assert two.compute == pytest.approx((3 + 2) / 2 + L_COMPUTE)
+    # ceil(5 / 2) local addresses, then the words of a sparse drain (not the model's last layer)
+    assert one.drain == two.drain == 3 + L_DRAIN + L_WORDS
+    # the serializer spends a cycle on each nonzero output, or on a word without any: vector 1 has
+    # one nonzero at each of the 3 addresses, vector 2 none (3 empty words)
+    assert one.output == pytest.approx(3 + L_DRAIN + L_WORDS)
+    # two serializers, one per PE: PE 0 has outputs 0, 2, 4 (1, 0, 1 nonzero), PE 1 outputs 1, 3
+    # and a padded word (0, 1, none): 3 cycles each on both vectors
+    assert two.output == pytest.approx(3 + L_DRAIN + L_WORDS)
+    stage = cost.dataflow(0, 2, 2)
+    assert stage.interval == pytest.approx(max(two.compute, two.drain, two.output))  # banks ping-pong
+    assert stage.latency == pytest.approx(two.compute + max(two.drain, two.output))
+    assert stage.stage == Stage(DATAFLOW, (0,), 2, BRAM, 2)
+
+
+def test_expected_cycles_without_measured_vectors():
     model = two_layers()
-    work = CostModel(model, BOARD, activity(model)).work(0, 2)
-    assert (work.shape.beats, work.shape.max_row_beats, work.shape.addresses) == (3, 2, 3)
-    assert work.issued == pytest.approx(0.5 * 2 + 1.0 * 1 + 0.25 * 1)  # a zero row still costs one cycle
-    assert work.streamed == pytest.approx(0.5 * 2 + 1.0 * 0 + 0.25 * 1)  # but reads nothing
-    assert work.drain == 3 + L_DRAIN + L_FLUSH  # ceil(5 / 2) local addresses, then the held items and mask
-
-
-def test_a_dataflow_stage_overlaps_compute_and_drain():
-    model = two_layers()
-    cost = CostModel(model, BOARD, activity(model))
-    stage = cost.dataflow(0, 2)
-    compute, drain = 2.25 + L_COMPUTE, 3 + L_DRAIN + L_FLUSH
-    assert stage.interval == pytest.approx(max(compute, drain))
-    assert stage.latency == pytest.approx(compute + drain)
-    # one lane: row 0 takes 3 beats, row 2 takes 2, and the drain walks all 5 outputs
-    narrow = cost.dataflow(0, 1)
-    compute, drain = 0.5 * 3 + 1.0 * 1 + 0.25 * 2 + L_COMPUTE, 5 + L_DRAIN + L_FLUSH
-    assert narrow.interval == pytest.approx(max(compute, drain))
-    assert narrow.latency == pytest.approx(compute + drain)
-    assert narrow.stage.weight_memory == BRAM
+    cost = CostModel(model, BOARD, Activity((np.array([0.5, 1.0, 0.25]), np.full(5, 0.4)), "p"), relabel=False)
+    # one expected vector: issue 0.5 * 2 + 1.0 * 1 + 0.25 * 1; PE 0 0.5 * 2 + 0.25 * 1
+    assert cost.cycles(0, 2, DATAFLOW, 1).compute == pytest.approx(2.25 + L_COMPUTE)
+    # E[max(1, m)] = E[m] + P(m = 0) for each group of a word: addresses 0 and 1 have two outputs
+    # of probability 0.4 (0.8 + 0.36), address 2 one (0.4 + 0.6)
+    assert cost.cycles(0, 2, DATAFLOW, 1).output == pytest.approx(2 * (0.8 + 0.36) + 1.0 + L_DRAIN + L_WORDS)
 
 
 def test_a_sequential_layer_waits_for_whichever_of_compute_and_memory_is_slower():
-    model = two_layers()
-    fast = CostModel(model, BOARD, activity(model))  # 1.25 beats x 8 bytes / 64 B per cycle: compute wins
-    compute, bound = fast.compute(0, 2, SEQUENTIAL)
-    assert bound == "compute"
-    assert compute == pytest.approx(2.25 + L_COMPUTE + L_MEMORY)
-    slow_board = replace(BOARD, channel_gbps=0.8)  # 4 bytes per cycle: 1.25 x 8 / 4 = 2.5 > 2.25
-    slow = CostModel(model, slow_board, activity(model))
-    compute, bound = slow.compute(0, 2, SEQUENTIAL)
-    assert bound == "memory"
-    assert compute == pytest.approx(2.5 + L_COMPUTE + L_MEMORY)
+    # 64 bytes a cycle, a beat of 2 slots is 8 bytes: vector 1 looks up 2 rows and takes 3 beats,
+    # vector 2 2 rows and 2 beats
+    fast = hand_cost().cycles(0, 2, SEQUENTIAL)
+    assert fast.bound == "compute"
+    assert fast.compute == pytest.approx((3 + 2) / 2 + L_COMPUTE + L_MEMORY)
+    slow_board = replace(BOARD, channel_gbps=0.8)  # 4 bytes a cycle: 2 cycles a beat
+    slow = hand_cost(slow_board).cycles(0, 2, SEQUENTIAL)
+    assert slow.bound == "memory"
+    assert slow.compute == pytest.approx((6 + 4) / 2 + L_COMPUTE + L_MEMORY)
 
 
-def test_a_sequential_stage_takes_the_sum_of_its_layers():
-    model = two_layers()
-    cost = CostModel(model, BOARD, activity(model))
-    stages = (Stage(SEQUENTIAL, (0, 1), 2, OFFCHIP),)
-    estimate = cost.estimate(stages, batch=10)
-    first, second = estimate.layers
-    assert first.compute == pytest.approx(2.25 + L_COMPUTE + L_MEMORY)
-    assert second.compute == pytest.approx(cost.work(1, 2).issued + L_COMPUTE + L_MEMORY)
-    assert second.drain == 1 + L_DRAIN  # the model's last layer drains dense: nothing to flush
+def test_a_sequential_stage_runs_its_layers_one_pass_after_the_other():
+    cost = hand_cost()
+    estimate = cost.estimate((Stage(SEQUENTIAL, (0, 1), 2, OFFCHIP),), batch=10)
+    first, second = (layer.cycles for layer in estimate.layers)
+    assert second.output == 0  # the model's last layer drains dense beats
+    assert second.drain == 1 + L_DRAIN  # its 2 outputs at one address on 2 PEs, no words
     stage = estimate.stages[0]
-    assert stage.interval == pytest.approx(first.compute + first.drain + second.compute + second.drain)
+    assert stage.interval == pytest.approx(2 * L_PASS + first.compute + first.occupancy + second.compute + second.drain)
     assert stage.latency == stage.interval
     assert estimate.interval == max(stage.interval, estimate.reader.interval)
     assert estimate.latency == pytest.approx(estimate.reader.latency + stage.latency)
     clock = BOARD.clock_mhz * 1e6
     assert estimate.vectors_per_s() == pytest.approx(10 * clock / (estimate.latency + 9 * estimate.interval))
     assert estimate.to_dict()["totals"]["throughput"]["edges_per_s"] == pytest.approx(
-        estimate.vectors_per_s() * model.nnz
+        estimate.vectors_per_s() * cost.model.nnz
     )
 
 
-def test_a_stage_costs_the_same_whatever_lanes_feed_it():
-    """Lane switches are free (docs/engine.md): no stage's cycles depend on the stage before it."""
-    model = two_layers()
-    cost = CostModel(model, BOARD, activity(model))
-    second = Stage(SEQUENTIAL, (1,), 2, OFFCHIP)
-    after_one = cost.estimate((Stage(DATAFLOW, (0,), 1, BRAM), second), batch=1).stages[1]
-    after_wide = cost.estimate((Stage(DATAFLOW, (0,), 64, BRAM), second), batch=1).stages[1]
-    assert (after_one.lanes_in, after_wide.lanes_in) == (1, 64)
-    assert after_one.interval == after_wide.interval == cost.sequential(1, 1, 2).interval
-    assert after_one.latency == after_wide.latency
-
-
 def test_a_dataflow_design_interval_is_its_slowest_stage():
-    model = two_layers()
-    cost = CostModel(model, BOARD, activity(model))
-    stages = (Stage(DATAFLOW, (0,), 2, BRAM), Stage(DATAFLOW, (1,), 1, BRAM))
-    estimate = cost.estimate(stages, batch=1)
-    a, b = estimate.layers
-    assert a.compute == pytest.approx(2.25 + L_COMPUTE)
-    assert b.compute == pytest.approx(cost.work(1, 1).issued + L_COMPUTE)
-    assert [s.interval for s in estimate.stages] == pytest.approx([max(a.compute, a.drain), max(b.compute, b.drain)])
-    assert estimate.interval == pytest.approx(max(s.interval for s in estimate.stages))
-    assert estimate.latency == pytest.approx(estimate.reader.latency + a.compute + a.drain + b.compute + b.drain)
+    cost = hand_cost()
+    estimate = cost.estimate((Stage(DATAFLOW, (0,), 2, BRAM), Stage(DATAFLOW, (1,), 1, BRAM)), batch=1)
+    a, b = (layer.cycles for layer in estimate.layers)
+    assert [s.interval for s in estimate.stages] == pytest.approx(
+        [max(a.compute, a.occupancy), max(b.compute, b.occupancy)]
+    )
+    assert estimate.interval == pytest.approx(max(estimate.reader.interval, *(s.interval for s in estimate.stages)))
+    assert estimate.latency == pytest.approx(estimate.reader.latency + a.compute + a.occupancy + b.compute + b.occupancy)
 
 
 def test_the_input_reader():
     assert [in_lanes(n) for n in (1, 3, 16, 17, 784)] == [1, 4, 16, 16, 16]
-    model = two_layers()
-    reader = CostModel(model, BOARD, activity(model)).reader()
-    assert (reader.lanes, reader.interval) == (4, math.ceil(3 / 4) + 1)
-    # four lane FIFOs of 2 items of {last, index (2 bits), value (16 bits)}: 19 bits wide, one
-    # RAM32M16 pair (16 LUTs) each,
-    # and a mask FIFO of four 4-bit masks in flip-flops
-    assert reader.resources == Resources(lut=4 * 16 + STAGE_LUT, ff=STAGE_FF + MASK_DEPTH * 4)
+    cost = hand_cost()
+    reader = cost.reader()
+    # one beat of 4 values and the gap after it; two serializers (inputs 0-1, 2-3) with one
+    # nonzero each on both vectors
+    assert (reader.lanes, reader.interval, reader.latency) == (4, 2, 2 + L_READER)
+    assert reader.resources == total(cost.reader_memories()) + READER_LOGIC
+    assert [m.role for m in cost.reader_memories()] == ["input words", "input items"]
 
 
 @pytest.mark.parametrize(
@@ -189,58 +203,62 @@ def test_memories_that_fit_a_ramb18_pair_up_in_a_bram36():
     assert price(Memory.sized("wide", 600, 40, count=3)) == Resources(bram=5)  # 3 RAMB18 (1024 x 18) each
 
 
-def test_dataflow_stage_resources_add_up_its_memories_and_lanes():
-    model = two_layers()
-    cost = CostModel(model, BOARD, activity(model))
-    acc = model.layers[0].numerics.acc_bits
-    memories = {m.role: m for m in cost.dataflow_memories(0, 2)}
+def test_a_second_read_port_is_free_in_block_ram_and_a_copy_in_lutram():
+    one, two = Memory.sized("rom", 512, 72), Memory.sized("rom", 512, 72, ports=2)
+    assert (one.kind, price(one), price(two)) == (BLOCK_RAM, Resources(bram=1), Resources(bram=2))  # 512 x 72 is one port's shape
+    shallow, shared = Memory.sized("rows", 32, 14), Memory.sized("rows", 32, 14, ports=2)
+    assert shallow.kind == LUTRAM and price(shared) == price(shallow) * 2
+
+
+def test_a_dataflow_stage_is_its_memories_and_its_engine():
+    cost = hand_cost()
+    acc = cost.model.layers[0].numerics.acc_bits
+    memories = {m.role: m for m in cost.dataflow_memories(0, 2, 2)}
+    # two units read one copy of the row table and weights through its two ports
     assert (memories["weights"].depth, memories["weights"].width) == (3, 2 * (1 + 2 + 8))  # local 0..2: 2 bits
-    assert (memories["row table"].depth, memories["row table"].width) == (3, 2 + 2)  # bits(3) + bits(2)
+    assert (memories["weights"].count, memories["weights"].ports) == (1, 2)
+    assert (memories["row table"].depth, memories["row table"].width, memories["row table"].ports) == (3, 2 + 2, 2)
     assert (memories["bias"].depth, memories["bias"].width) == (3, 2 * acc)
-    assert (memories["accumulators"].count, memories["accumulators"].depth) == (4, 3)
-    assert (memories["output lanes"].count, memories["output lanes"].depth, memories["output lanes"].width) == (
-        2, 4, 1 + 3 + 16
+    assert (memories["accumulators"].count, memories["accumulators"].depth) == (4, 3)  # two banks a PE
+    entries = memories["PE entries"]
+    assert (entries.count, entries.depth, entries.width) == (2 * 2, PE_FIFO_DEPTH, 2 + 2 + 8 + 16)
+    # the next stage's channel: one sub-channel per unit, items {end, index 0..4, value}
+    assert (memories["output items"].count, memories["output items"].depth, memories["output items"].width) == (
+        2, CHANNEL_DEPTH, 1 + 3 + 16
     )  # fmt: skip
-    assert price(memories["output mask"]) == Resources(ff=MASK_DEPTH * 2)
-    lanes = 2 * LANE_LUT_PER_ACC_BIT * acc + STAGE_LUT
-    lutram = lutram_luts(3, 22) + lutram_luts(3, 4) + lutram_luts(3, 2 * acc) + 4 * lutram_luts(3, acc) + 2 * 16
-    ff = 2 * LANE_FF_PER_ACC_BIT * acc + STAGE_FF + MASK_DEPTH * 2
-    assert cost.dataflow(0, 2).resources == Resources(dsp=2, lut=lanes + lutram, ff=ff)
+    logic = engine_logic(2, 2, acc, entries.width)
+    assert cost.dataflow(0, 2, 2).resources == total(list(memories.values())) + logic
+    assert logic.dsp == 2
     # the model's last layer drains dense beats into the FIFO in front of the AXI stream
-    last = {m.role: m for m in cost.dataflow_memories(1, 2)}
-    assert {"output lanes", "output mask"}.isdisjoint(last)
+    last = {m.role: m for m in cost.dataflow_memories(1, 2, 1)}
+    assert {"output items", "drained words"}.isdisjoint(last)
     assert (last["output beats"].depth, last["output beats"].width) == (OUTPUT_DEPTH, 2 * 16 + 1)
 
 
 def test_a_sequential_stage_stacks_its_tables_and_shares_one_engine_for_its_widest_layer():
-    model = two_layers()
-    cost = CostModel(model, BOARD, activity(model))
+    cost = hand_cost()
     memories = cost.sequential_memories(0, 1, 2)
     roles = [m.role for m in memories]
     assert roles == [
-        "descriptors", "row table", "bias", "accumulators", "row requests", "waiting activations",
-        "loop-back lanes", "loop-back mask", "output beats",
+        "descriptors", "row table", "bias", "unit activations", "row requests", "waiting activations",
+        "PE entries", "accumulators", "loop-back items", "drained words", "output beats",
     ]  # fmt: skip
     found = dict(zip(roles, memories))
     assert (found["descriptors"].depth, found["descriptors"].width) == (2, DESCRIPTOR_FIELDS * DESCRIPTOR_FIELD_BITS)
-    # rows of both layers stacked (3 + 5), their fields as wide as the widest layer's: beats up to
-    # 3 (layer a) and 5 (layer b: every row 1 beat on 2 lanes), rows of at most 2 beats (layer a)
-    a, b = cost.work(0, 2).shape, cost.work(1, 2).shape
+    # rows of both layers stacked (3 + 5), their fields as wide as the widest layer's
+    a, b = cost.shape(0, 2), cost.shape(1, 2)
     assert found["row table"].depth == 3 + 5
     assert found["row table"].width == max(a.start_bits, b.start_bits) + max(a.count_bits, b.count_bits)
     acc = max(a.acc_bits, b.acc_bits)
     assert (found["bias"].depth, found["bias"].width) == (a.addresses + b.addresses, 2 * acc)
-    accumulators = found["accumulators"]
-    assert (accumulators.count, accumulators.depth, accumulators.width) == (4, 3, acc)  # layer a's 5 outputs
+    assert (found["accumulators"].count, found["accumulators"].depth) == (4, 3)  # layer a's 5 outputs
     assert found["row requests"].depth == REQUEST_DEPTH
     assert found["waiting activations"].depth == ACTIVATION_DEPTH
-    assert (found["loop-back lanes"].depth, found["loop-back lanes"].width) == (4, 1 + 3 + 16)  # a's outputs
+    # the loop-back FIFO holds all of layer a's 5 outputs and the end item, and its slack
+    assert found["loop-back items"].width == 1 + 3 + 16 and found["loop-back items"].depth >= 5 + 1
     assert all(m.role != "weights" for m in memories)  # the weights stream from off chip
-    assert cost.sequential(0, 1, 2).resources == total(memories) + Resources(
-        dsp=2,
-        lut=2 * LANE_LUT_PER_ACC_BIT * acc + STAGE_LUT + SEQUENTIAL_LUT,
-        ff=2 * LANE_FF_PER_ACC_BIT * acc + STAGE_FF + SEQUENTIAL_FF,
-    )
+    entry = found["PE entries"].width
+    assert cost.sequential(0, 1, 2).resources == total(memories) + engine_logic(2, 1, acc, entry)
 
 
 def test_activity_is_measured_per_input_on_the_fixed_point_model():
@@ -248,20 +266,24 @@ def test_activity_is_measured_per_input_on_the_fixed_point_model():
         Layer("a", "a", sparse_weights(np.eye(3)), np.zeros(3), Activation(0.0)),
         Layer("b", "b", sparse_weights(np.ones((3, 1))), np.zeros(1), Activation(0.0)),
     )
-    model = quantize(
-        Model("eye", layers, "x", "y", (3,)), parse_precision("w8a16"), calib=np.array([[1.0, 0, -1], [0, 2, 3]])
-    )
-    measured = Activity.from_calibration(model, np.array([[1.0, 0, -1], [0, 2, 3]]))
-    assert measured.probabilities[0] == pytest.approx([0.5, 0.5, 1.0])
-    assert measured.probabilities[1] == pytest.approx([0.5, 0.5, 0.5])  # the ReLU zeroed the -1
-    assert measured.source == "activation density measured on 2 calibration inputs"
+    x = np.array([[1.0, 0, -1], [0, 2, 3]])
+    model = quantize(Model("eye", layers, "x", "y", (3,)), parse_precision("w8a16"), calib=x)
+    activity = Activity.from_calibration(model, x)
+    assert activity.probabilities[0] == pytest.approx([0.5, 0.5, 1.0])
+    assert activity.probabilities[1] == pytest.approx([0.5, 0.5, 0.5])  # the ReLU zeroed the -1
+    assert activity.source == "activation density measured on 2 calibration inputs"
+    # the vectors themselves are kept, so that the busiest unit or PE is found vector by vector
+    assert activity.samples[1].tolist() == [[True, False, False], [False, True, True]]
+    assert activity.inputs(1).measured
     assert "worst case" in Activity.uniform(model).source
+    assert Activity.uniform(model).inputs(0).measured  # every input nonzero: one exact vector
+    assert not Activity.uniform(model, 0.5).inputs(0).measured
 
 
 def test_roofline_compute_and_memory_bounds():
     layer = Layer("a", "a", sparse_weights(np.array([[0.5] * 8, [0.0] * 8, [0.25] * 6 + [0, 0]])), np.zeros(8))
     model = quantize(Model("roof", (layer,), "x", "y", (3,)), parse_precision("w8a16"))
-    p = Activity((P_IN,), "hand-made")
+    p = Activity((np.array([0.5, 1.0, 0.25]),), "hand-made")
     useful = 0.5 * 8 + 1.0 * 0 + 0.25 * 6
     roomy = CostModel(model, BOARD, p).roofline()
     assert roomy.useful_macs == pytest.approx(useful)

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from designs import MLPS, NONE, RELU, compile_design, df, mlp_design, pruned_mlp, scheduled, seq
+from designs import CLIP, FLOOR, MLPS, NONE, RELU, compile_design, df, mlp_design, pruned_mlp, scheduled, seq
+from hls_structure import structure_problems
 from onnx import TensorProto, helper, numpy_helper
 from plan_checks import check_design_follows_plan
 
@@ -30,6 +31,7 @@ from fpgagen.frontend import read_onnx
 from fpgagen.ir import Layer, Model, Schedule, sparse_weights
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.quantize import quantize
+from fpgagen.passes.relabel import relabel
 from fpgagen.schedule.apply import apply_schedule
 from fpgagen.schedule.boards import load_board
 from fpgagen.vectors import default_inputs, read_vectors
@@ -52,6 +54,20 @@ def test_pruned_mlp_csim_is_bit_exact(case, tmp_path):
     outdir = mlp_design(case, tmp_path / case)
     makefile = (outdir / "hls" / "Makefile").read_text()
     assert "-Wall -Wextra -Werror" in makefile  # the build below is warning-free by construction
+    assert_bit_exact(outdir)
+
+
+@pytest.mark.parametrize("units", [2, 4])
+def test_issue_units_csim_is_bit_exact(units, tmp_path):
+    """Dataflow stages of K issue units (K sub-channels out: the next stage merges K of them), into
+    a sequential stage (which merges them into its one unit) and out of it into K units again."""
+    model = pruned_mlp(f"units{units}", [45, 60, 33, 40, 28, 9], [RELU, CLIP, RELU, FLOOR, NONE], seed=units, density=0.35)
+    stages = (df(0, 8, units), df(1, 4, units), seq((2, 3), 4), df(4, 8, units))
+    design = scheduled(model, "w8a16", stages, 4, np.random.default_rng(2).uniform(-1, 1, (16, 45)))
+    outdir = compile_design(design, tmp_path / "design", default_inputs(design, 12, seed=5))
+    plan = plan_engine(design, load_board("u280"))
+    assert [channel.subs for channel in plan.channels] == [4, units, units, 1]  # the reader: 4 groups of 4 lanes
+    assert structure_problems((outdir / "hls" / f"{design.name}_top.cpp").read_text()) == []
     assert_bit_exact(outdir)
 
 
@@ -124,21 +140,22 @@ def test_csim_passes_and_writes_results(mixed_design, run_cli):
 
 
 def test_a_broken_channel_protocol_is_reported(mixed_design):
-    """Producers that leave lane 1 out of every mask: the per-layer check of fc0 (4 output lanes)
-    finds that lane's items never read, before any value is compared."""
+    """Serializers that never end a vector on a sub-channel: the per-layer check of fc0 reads the
+    next vector's items as vector 0's and finds their indices out of order, before any value is
+    compared."""
     engine = mixed_design / "hls" / "fpgagen_engine.h"
     text = engine.read_text()
-    mask_bit = "written = written | (ap_uint<B>(1) << b);"
-    assert text.count(mask_bit) == 1
-    engine.write_text(text.replace(mask_bit, "written = written | (ap_uint<B>(b != 1) << b);"))
+    closing = "                items.write(end_item<Item>());\n"
+    assert text.count(closing) == 1
+    engine.write_text(text.replace(closing, ""))
     result = run_csim(mixed_design, mixed_design / "vectors")
     assert not result.passed and result.mismatch is None
-    assert "layer=fc0 lane=1: items left" in result.error
+    assert re.search(r"layer=fc0 vector=0 sub-channel=0: item index=\d+ value=-?\d+ breaks the channel protocol", result.error)
 
 
 def test_a_project_that_does_not_build_is_a_failed_check(mixed_design, run_cli):
     top = mixed_design / "hls" / "corrupt_top.cpp"
-    top.write_text(top.read_text().replace("fpgagen::dataflow_layer<cfg>", "fpgagen::no_such_block<cfg>"))
+    top.write_text(top.read_text().replace("fpgagen::pes<cfg>", "fpgagen::no_such_block<cfg>"))
     result = run_cli("csim", mixed_design)
     assert result.exit_code == 1
     assert "did not build" in result.stderr and "no_such_block" in result.stderr
@@ -157,6 +174,69 @@ def test_csim_inputs_without_a_manifest_is_bad_input(tmp_path, run_cli):
     assert result.exit_code == 2
     assert "manifest.json" in result.stderr
     assert not (tmp_path / "csim_results.json").exists()
+
+
+# -- structure: what Vitis HLS needs for II=1 -----------------------------------------------------
+
+
+def test_generated_hls_pipelines_every_hot_loop(mixed_design):
+    """The engine library and a generated top (dataflow and sequential stages): every loop of a
+    process is PIPELINE II=1 (or unrolled inside one, or marked not hot with its reason), and no
+    array of streams is indexed by anything but a constant."""
+    hls = mixed_design / "hls"
+    for name in ("fpgagen_engine.h", "corrupt_top.cpp"):
+        assert structure_problems((hls / name).read_text()) == [], name
+
+
+BAD_PROCESS = """
+template <int S, class Item>
+void bad(hls::stream<Item> (&in)[S], hls::stream<Item>& out, unsigned pending) {
+    for (int t = 0; t < 10; ++t) {
+        out.write(in[pending % S].read());
+    }
+    for (int s = 0; s < S; ++s) {
+#pragma HLS UNROLL
+        out.write(in[s].read());
+    }
+    // fpgagen: not hot: an explained exception
+    for (int s = 0; s < S; ++s) {
+        out.write(in[s + 1].read());
+    }
+    for (int t = 0; t < 10; ++t) {
+#pragma HLS PIPELINE II=2
+        out.write(in[0].read());
+    }
+    for (int t = 0; t < 10; ++t) {
+#pragma HLS PIPELINE II=1
+        for (int s = 0; s < S; ++s) {
+#pragma HLS UNROLL
+            out.write(in[s].read());
+        }
+    }
+}
+"""
+
+
+def test_the_structure_check_finds_bad_loops_and_stream_indices():
+    assert structure_problems(BAD_PROCESS) == [
+        "line 4: a loop neither pipelined (II=1) nor unrolled nor marked not hot",
+        "line 7: an unrolled loop outside any pipelined loop",
+        "line 15: a loop neither pipelined (II=1) nor unrolled nor marked not hot",
+        "line 5: in[pending % S] indexes an array of streams dynamically",
+        "line 13: in[s + 1] indexes an array of streams dynamically",
+    ]
+
+
+def test_no_state_survives_a_call(mixed_design):
+    """Reset leaves no partial sums: no process keeps a static variable (accumulators are PIPO
+    buffers or locals that every vector, or pass, clears before it adds), so a call ended in the
+    middle of a batch leaves nothing behind for the next. The testbench also runs half a batch
+    and then the whole one, both bit-exact (every csim test here)."""
+    hls = mixed_design / "hls"
+    for name in ("fpgagen_engine.h", "corrupt_top.cpp"):
+        code = re.sub(r"//.*", "", (hls / name).read_text())
+        assert re.findall(r"\bstatic\b(?!\s+const\b)", code) == [], name
+    assert "run_design(g, part" in (hls / "tb_corrupt_top.cpp").read_text()
 
 
 # -- generated text ----------------------------------------------------------------------------------
@@ -195,7 +275,7 @@ def test_hostile_names_never_reach_generated_files_and_csim_inputs(tmp_path, run
     inputs = hostile_onnx(model_path)
     np.save(tmp_path / "inputs.npy", inputs)
     schedule = Schedule((df(0, 2), seq((1, 2), 4)), 2, "u280", 250.0, "auto", "throughput")
-    design = apply_schedule(quantize(read_onnx(model_path), parse_precision("w8a16")), schedule)
+    design = relabel(apply_schedule(quantize(read_onnx(model_path), parse_precision("w8a16")), schedule))
     outdir = tmp_path / "out"
     write_design(design, load_board("u280"), outdir, inputs, source=model_path)
     check_design_follows_plan(outdir)
@@ -277,3 +357,24 @@ def test_csim_with_vendor_headers_is_bit_exact(tmp_path, monkeypatch):
     outdir = compile_design(design, tmp_path / "vendor", default_inputs(design, 8, seed=4))
     shutil.rmtree(outdir / "hls" / "shim")  # only the vendor's headers can make this build
     assert_bit_exact(outdir)
+
+
+# -- boards ------------------------------------------------------------------------------------------
+
+
+def test_a_board_of_ones_own_compiles_and_csims(tmp_path, run_cli):
+    """The HLS project takes the board it is given (part, clock) and never looks one up by name:
+    a .yaml board whose name no built-in has compiles and simulates."""
+    board_file = tmp_path / "card.yaml"
+    board_file.write_text(
+        "name: lab-card-9\npart: xcvu9p-flga2104-2-i\ndsp: 6840\nbram36: 2160\nuram: 960\nlut: 1182240\n"
+        "ff: 2364480\nmemory: DDR4\nchannels: 2\nchannel_gbps: 19.2\nclock_mhz: 200\nsource: our lab's card\n"
+    )
+    board = load_board(board_file)
+    design = scheduled(pruned_mlp("lab", [26, 30, 7], [RELU, NONE], seed=9), "w8a16", (df(0, 4, 2), seq((1,), 2)), 4)
+    outdir = tmp_path / "design"
+    write_design(design, board, outdir, default_inputs(design, 6, seed=2))
+    config = (outdir / "hls" / "hls_config.cfg").read_text()
+    assert "part=xcvu9p-flga2104-2-i" in config and "clock=5.000ns" in config
+    result = run_cli("csim", outdir)
+    assert result.exit_code == 0, result.stderr

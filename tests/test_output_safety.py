@@ -9,6 +9,7 @@ the design is written and before it is moved into place.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -22,7 +23,7 @@ from onnx_models import random_chain
 
 import fpgagen.compile as compile_module
 from fpgagen.atomic import is_temporary
-from fpgagen.manifest import read_manifest
+from fpgagen.manifest import SCHEMA, read_manifest
 
 
 def save_model(path: Path, graph_name: str | None = None, seed: int = 3) -> Path:
@@ -110,6 +111,17 @@ def test_compile_replaces_every_part_of_an_earlier_design(tmp_path, run_cli):
     assert run_cli("compile", model, "-o", design, "--schedule", "dataflow").exit_code == 0
     assert sorted(path.name for path in design.iterdir()) == ["hls", "manifest.json", "rtl", "vectors"]
     assert {stage["mode"] for stage in read_manifest(design)["schedule"]["stages"]} == {"dataflow"}
+
+
+def test_a_design_of_an_earlier_fpgagen_version_is_replaced_too(tmp_path, run_cli):
+    """A design whose manifest has an older schema (fpgagen.manifest/1) is still fpgagen's."""
+    model = save_model(tmp_path / "model.onnx")
+    design = tmp_path / "design"
+    assert run_cli("compile", model, "-o", design).exit_code == 0
+    manifest = json.loads((design / "manifest.json").read_text())
+    (design / "manifest.json").write_text(json.dumps(manifest | {"schema": "fpgagen.manifest/1"}))
+    assert run_cli("compile", model, "-o", design).exit_code == 0
+    assert read_manifest(design)["schema"] == SCHEMA
 
 
 def test_default_folder_is_named_after_the_model_file(tmp_path, run_cli, monkeypatch):

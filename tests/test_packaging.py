@@ -58,7 +58,7 @@ def test_installed_wheel_finds_its_templates_and_testbench(wheel, tmp_path):
     check = (
         "from importlib import resources; import fpgagen, fpgagen.testbench.tb_engine; "
         "assert 'site' in fpgagen.__file__; "
-        "assert (resources.files('fpgagen.templates') / 'rtl' / 'lib' / 'fg_pe_array.v').is_file(); "
+        "assert (resources.files('fpgagen.templates') / 'rtl' / 'lib' / 'fg_pe.v').is_file(); "
         "assert (resources.files('fpgagen.templates') / 'hls' / 'fpgagen_engine.h').is_file(); "
         "from fpgagen.schedule.boards import builtin_boards; assert 'u280' in builtin_boards()"
     )

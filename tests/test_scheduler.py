@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from fpgagen.engine.geometry import UNITS
 from fpgagen.errors import DoesNotFit, FpgagenError
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
@@ -18,9 +19,10 @@ from fpgagen.numerics import parse_precision
 from fpgagen.passes.prune import prune
 from fpgagen.passes.quantize import quantize
 from fpgagen.schedule import scheduler
+from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
 from fpgagen.schedule.boards import Board, builtin_boards, load_board
-from fpgagen.schedule.cost_model import Activity, CostModel, board_budget
+from fpgagen.schedule.cost_model import CostModel, board_budget
 from fpgagen.schedule.scheduler import schedule
 
 U280 = load_board("u280")
@@ -50,7 +52,9 @@ def _run_options(cost: CostModel, run: tuple[int, ...], policy: str, pes: int | 
     """Every stage that can run these consecutive layers, as the engine allows (docs/engine.md)."""
     options = []
     if len(run) == 1 and policy != SEQUENTIAL:
-        options += [cost.dataflow(run[0], p) for p in DATAFLOW_PES if pes in (None, p)]
+        options += [
+            cost.dataflow(run[0], p, units) for p in DATAFLOW_PES if pes in (None, p) for units in UNITS if units <= p
+        ]
     if policy != DATAFLOW:
         options += [cost.sequential(run[0], run[-1], p) for p in SEQUENTIAL_PES if pes in (None, p)]
     return options
@@ -452,8 +456,8 @@ def test_schedule_command_json_has_the_documented_fields(tmp_path, run_cli):
     assert set(document["roofline"]) >= {"compute_bound", "memory_bound", "ratio"}
     assert len(document["layers"]) == 3
     for layer in document["layers"]:
-        assert {"mode", "pes", "stage", "cycles", "bound", "resources"} <= set(layer)
-        assert set(layer["cycles"]) == {"compute", "drain"} and layer["bound"] in ("compute", "memory")
+        assert {"mode", "pes", "units", "stage", "cycles", "bound", "resources"} <= set(layer)
+        assert set(layer["cycles"]) == {"compute", "drain", "output"} and layer["bound"] in ("compute", "memory")
         assert set(layer["resources"]) == {"dsp", "bram", "uram", "lut", "ff"}
     for stage in document["stages"]:
         assert {"mode", "layers", "pes", "interval", "latency", "resources"} <= set(stage)

@@ -11,12 +11,12 @@ from ..arrays import read_array
 from ..atomic import atomic_file
 from ..backends.hls import CsimResult, run_csim
 from ..errors import CheckFailed, FpgagenError
+from ..results import CSIM_RESULTS
 from . import app
 from .common import out, plural
 from .inputs import vectors_of
 from .progress import Steps
 
-RESULTS = "csim_results.json"
 CSIM_VECTORS = "csim_vectors"
 
 
@@ -41,7 +41,7 @@ def csim(outdir: Path, inputs_path: Path | None) -> None:
         inputs = None if inputs_path is None else read_array(inputs_path)
         vectors = vectors_of(outdir, inputs, inputs_path, CSIM_VECTORS, steps)
         result = run_csim(outdir, vectors, status=steps.begin)
-    _write_results(outdir / RESULTS, result, vectors.relative_to(outdir))
+    _write_results(outdir / CSIM_RESULTS, result, vectors.relative_to(outdir))
     if not result.passed:
         if result.mismatch is not None:
             raise CheckFailed(f"C simulation differs from the golden model at {result.mismatch}")

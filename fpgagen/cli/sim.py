@@ -10,13 +10,13 @@ from rich.markup import escape
 from ..arrays import read_array
 from ..errors import CheckFailed
 from ..manifest import read_manifest
+from ..results import SIM_RESULTS
 from ..simulate import SIMULATORS, run_rtl_simulation
 from . import app
 from .common import err, out, plural
 from .inputs import vectors_of
 from .progress import Steps
 
-RESULTS = "sim_results.json"
 SIM_VECTORS = "sim_vectors"
 
 
@@ -44,9 +44,15 @@ SIM_VECTORS = "sim_vectors"
     help="Simulate this folder's Verilog instead (e.g. Vitis HLS's syn/verilog for the same design).",
 )
 @click.option("--toplevel", help="Top module of --rtl [default: the design's top].")
+@click.option(
+    "--reset-after",
+    type=click.IntRange(min=1),
+    help="Reset the design after this many outputs, in the middle of the batch, then run the whole batch again "
+    "and compare that run: a reset must leave no partial sums behind.",
+)
 def sim(
     outdir: Path, simulator: str, inputs_path: Path | None, waves: bool, keep_build: bool, core: bool,
-    rtl_dir: Path | None, toplevel: str | None,
+    rtl_dir: Path | None, toplevel: str | None, reset_after: int | None,
 ) -> None:  # fmt: skip
     """Simulate OUTDIR/rtl with the cocotb testbench and compare with the golden model.
 
@@ -59,8 +65,8 @@ def sim(
         inputs = None if inputs_path is None else read_array(inputs_path)
         vectors = vectors_of(outdir, inputs, inputs_path, SIM_VECTORS, steps)
         results = run_rtl_simulation(
-            outdir, vectors, outdir / RESULTS, simulator=simulator, waves=waves, core=core, rtl=rtl_dir,
-            toplevel=toplevel, keep_build=keep_build, progress=steps,
+            outdir, vectors, outdir / SIM_RESULTS, simulator=simulator, waves=waves, core=core, rtl=rtl_dir,
+            toplevel=toplevel, keep_build=keep_build, reset_after=reset_after, progress=steps,
         )  # fmt: skip
     if not results["passed"]:
         m = results["first_mismatch"]

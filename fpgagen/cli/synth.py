@@ -12,12 +12,11 @@ from rich.table import Table
 from ..atomic import atomic_file
 from ..errors import CheckFailed
 from ..manifest import read_manifest
+from ..results import SYNTH_RESULTS
 from ..synth import run_synthesis
 from . import app
 from .common import json_option, out, plural, print_table
 from .progress import Steps
-
-RESULTS = "synth_results.json"
 
 
 @app.command()
@@ -39,7 +38,7 @@ def synth(outdir: Path, as_json: bool) -> None:
         result = run_synthesis(outdir)
     estimate = (manifest.get("estimate") or {}).get("totals", {}).get("resources", {})
     report = asdict(result) | {"resources": result.resources(), "estimate": estimate}
-    with atomic_file(outdir / RESULTS) as work:
+    with atomic_file(outdir / SYNTH_RESULTS) as work:
         work.write_text(json.dumps(report, indent=2) + "\n")
     if as_json:
         click.echo(json.dumps(report, indent=2))

@@ -3,8 +3,8 @@
 These functions take the shapes below (sizes, beats, widths) and nothing else, so the cost model
 can ask them about tens of thousands of candidate stages without building any weight layout, and
 the engine plan (`fpgagen.engine.plan`) asks them about the stages of one design with the real
-layouts: both see the same memories by construction. docs/engine.md describes the hardware;
-the constants below are its fixed parameters, each with the reason for its value.
+layouts: both see the same memories by construction. docs/engine.md describes the hardware; the
+constants below are its fixed parameters, each with the reason for its value.
 """
 
 from __future__ import annotations
@@ -12,28 +12,41 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .memory import REGISTERS, Memory
+from .memory import Memory
 
+# Values and streams.
 VALUE_BITS = 16  # activations travel between stages as 16-bit values (activation widths are at most 16)
-MAX_IN_LANES = 16  # input reader lanes: a 256-bit AXI4-Stream beat of 16-bit values
-MASK_DEPTH = 4  # masks a channel buffers: the vectors that can be in flight between two stages
-OUTPUT_DEPTH = (
-    4  # dense output beats buffered in front of AXI4-Stream out, so a stalled host does not stop the drain at once
-)
-ROW_TASK_DEPTH = 4  # HLS: row tasks between the row reader and the MAC loop (the RTL's S1 -> S2 registers)
-REQUEST_DEPTH = 16  # row reads a sequential stage queues for its AXI master: as many as bursts in flight
+MAX_IN_LANES = 16  # input values per AXI4-Stream beat: a 256-bit beat of 16-bit values
+READER_GROUPS = 4  # sub-channels the input reader writes: as many activations a cycle as a stage takes (K <= 4)
+
+# FIFOs. Depths of 32 or less are one LUTRAM column (RAM32M16) whatever the depth, so the engine
+# takes 32 where more buffering helps at no cost.
+CHANNEL_DEPTH = 32  # items a sub-channel buffers between two stages
+CHANNEL_SLACK = 3  # a serializer's item register and the flag's own register
+PE_FIFO_DEPTH = 32  # entries an issue unit can queue at one PE: absorbs the rows that load one PE more
+PE_SLACK = 8  # entries in flight from an issue decision to the FIFO: ROM (2), entry register, the room AND (3)
+ITEM_FIFO_DEPTH = 8  # activations queued at an issue unit, dealt by the merger
+ITEM_SLACK = 3  # the merger's output register and the flag's own register
+ROW_FIFO_DEPTH = 8  # looked-up rows waiting for their beats to issue
+WORD_FIFO_DEPTH = 32  # drained words waiting for a serializer: the drain runs ahead of sparse outputs
+DRAIN_SLACK = 12  # words in flight: six to the PEs' outputs, two word registers, the end word, the flag
+OUTPUT_DEPTH = 32  # dense output beats buffered in front of AXI4-Stream out (DRAIN_SLACK of them in flight)
+READER_WORD_DEPTH = 16  # input beats waiting for their group's serializer
+
+# Sequential stages.
+REQUEST_DEPTH = 16  # row reads queued for the AXI master
 MAX_BURSTS = 16  # AXI4 read bursts in flight, enough to cover the memory latency with short rows
 ACTIVATION_DEPTH = 32  # activations waiting for their rows' beats: two per burst in flight
 AXI_ADDRESS_BITS = 64  # byte addresses of the AXI4 master
 MAX_BURST_BEATS = 256  # AXI4 INCR bursts are at most 256 beats
 AXI_PAGE = 4096  # AXI4 bursts may not cross a 4 KB boundary; sequential layers start on one
-DESCRIPTOR_FIELDS = (
-    8  # a sequential layer's parameters: n_out, addresses, row and bias offsets, base (2 words), shift, clamp
-)
+DESCRIPTOR_FIELDS = 8  # a layer's n_out, addresses, row and bias offsets, base (2 words), shift, clamp
 DESCRIPTOR_FIELD_BITS = 32
 OFFCHIP_WEIGHT_BITS = 16  # off-chip slot {valid, local, weight}: one little-endian 32-bit word
 OFFCHIP_LOCAL_BITS = 15
+
 MIN_ACC_BITS = 2  # a layer whose sums are all tiny still gets a sign bit and a magnitude bit
+UNITS = (1, 2, 4)  # issue units of a dataflow stage: a block RAM port each, two per copy of its ROMs
 
 
 def bits_for(value: int) -> int:
@@ -41,12 +54,17 @@ def bits_for(value: int) -> int:
     return max(1, int(value).bit_length())
 
 
+def log2(value: int) -> int:
+    """The exponent of a power of two."""
+    return int(value).bit_length() - 1
+
+
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
 def in_lanes(in_features: int) -> int:
-    """K, the input reader's lanes: the next power of two >= N_in, at most MAX_IN_LANES."""
+    """Values per input beat: the next power of two >= N_in, at most MAX_IN_LANES."""
     return min(MAX_IN_LANES, 1 << max(0, (in_features - 1).bit_length()))
 
 
@@ -54,6 +72,16 @@ def accumulator_bits(exact_bits: int) -> int:
     """The accumulator width of a layer: its exact worst-case bound (docs/numerics.md). Products
     wider than it wrap, which is exact because the true sum fits."""
     return max(MIN_ACC_BITS, exact_bits)
+
+
+def rom_copies(units: int) -> int:
+    """Copies of a stage's row table and weight ROM: a block RAM gives two units a port each."""
+    return ceil_div(units, 2)
+
+
+def rom_ports(units: int) -> int:
+    """Read ports of each copy."""
+    return min(2, units)
 
 
 @dataclass(frozen=True)
@@ -73,16 +101,20 @@ OFFCHIP_SLOT_BYTES = OFFCHIP_SLOT.width // 8
 OFFCHIP_MAX_ADDRESSES = 1 << OFFCHIP_LOCAL_BITS  # local addresses an off-chip slot can name
 
 
+def entry_bits(local_bits: int, weight_bits: int) -> int:
+    """An entry of a PE's FIFO: {end, bank, local address, weight, activation}."""
+    return 2 + local_bits + weight_bits + VALUE_BITS
+
+
 @dataclass(frozen=True)
 class Channel:
-    """Activation vectors of `length` values over `lanes` lane FIFOs and a mask FIFO.
+    """Activation vectors of `length` values between two stages, over `subs` sub-channel FIFOs.
 
-    Lane b carries the nonzero activations whose index is b mod `lanes` as items {last, index,
-    value}. A lane FIFO holds a whole vector's share plus one item: the producer writes all lanes
-    in step while the consumer drains them one after another, so anything less could deadlock.
+    A sub-channel carries items {end, index, value}: the nonzero activations its producer's group
+    found, then one end item per vector. The consumer's merger deals them to its issue units.
     """
 
-    lanes: int
+    subs: int
     length: int
 
     @property
@@ -93,15 +125,8 @@ class Channel:
     def item_bits(self) -> int:
         return 1 + self.index_bits + VALUE_BITS
 
-    @property
-    def lane_depth(self) -> int:
-        return ceil_div(self.length, self.lanes) + 1
-
     def memories(self, role: str) -> list[Memory]:
-        return [
-            Memory.sized(f"{role} lanes", self.lane_depth, self.item_bits, self.lanes),
-            Memory(f"{role} mask", MASK_DEPTH, self.lanes, REGISTERS),
-        ]
+        return [Memory.sized(f"{role} items", CHANNEL_DEPTH, self.item_bits, self.subs)]
 
 
 @dataclass(frozen=True)
@@ -122,8 +147,33 @@ class DenseOutput:
 Output = Channel | DenseOutput
 
 
-def output_memories(output: Output) -> list[Memory]:
-    return output.memories() if isinstance(output, DenseOutput) else output.memories("output")
+@dataclass(frozen=True)
+class Groups:
+    """How a drain (or the reader) splits a word of `width` values into `count` serialized groups."""
+
+    width: int  # values per word: the PEs, or the values of an input beat
+    count: int  # groups, one sub-channel each
+    base_bits: int  # bits of a word's number (its local address, or its beat)
+
+    @property
+    def size(self) -> int:
+        return self.width // self.count
+
+    @property
+    def count_bits(self) -> int:
+        return bits_for(self.size)
+
+    @property
+    def word_bits(self) -> int:
+        """A word {end, base, count, mask, values}."""
+        return 1 + self.base_bits + self.count_bits + self.size + self.size * VALUE_BITS
+
+
+def drain_memories(groups: Groups, output: Output) -> list[Memory]:
+    """A drain's word FIFOs and what it writes into: its output channel, or dense beats."""
+    if isinstance(output, DenseOutput):
+        return output.memories()
+    return [Memory.sized("drained words", WORD_FIFO_DEPTH, groups.word_bits, groups.count), *output.memories("output")]
 
 
 @dataclass(frozen=True)
@@ -144,8 +194,12 @@ class LayerShape:
         return ceil_div(self.n_out, self.pes)
 
     @property
+    def local_bits(self) -> int:
+        return bits_for(self.addresses - 1)
+
+    @property
     def slot(self) -> SlotWord:
-        return SlotWord(bits_for(self.addresses - 1), self.weight_bits)
+        return SlotWord(self.local_bits, self.weight_bits)
 
     @property
     def rom_beats(self) -> int:
@@ -161,16 +215,27 @@ class LayerShape:
         return bits_for(self.max_row_beats)
 
 
-def dataflow_memories(layer: LayerShape, output: Output) -> list[Memory]:
-    """A dataflow stage: its layer's weight ROM, row table, bias ROM, two accumulator banks per
-    PE, and its output."""
-    pes = layer.pes
+def pe_memories(pes: int, units: int, addresses: int, local_bits: int, weight_bits: int, acc_bits: int) -> list[Memory]:
+    """The PEs' FIFOs (one per issue unit at every PE) and their two accumulator banks."""
     return [
-        Memory.sized("weights", layer.rom_beats, pes * layer.slot.width),
-        Memory.sized("row table", layer.n_in, layer.start_bits + layer.count_bits),
+        Memory.sized("PE entries", PE_FIFO_DEPTH, entry_bits(local_bits, weight_bits), units * pes),
+        Memory.sized("accumulators", addresses, acc_bits, 2 * pes),
+    ]
+
+
+def dataflow_memories(layer: LayerShape, units: int, input_index_bits: int, output: Output) -> list[Memory]:
+    """A dataflow stage of K issue units: its row table and weight ROM (a copy per two units),
+    bias ROM, the units' activation and row FIFOs, the PEs' FIFOs and banks, and its drain."""
+    pes, copies, ports = layer.pes, rom_copies(units), rom_ports(units)
+    row_bits = layer.start_bits + layer.count_bits
+    return [
+        Memory.sized("row table", layer.n_in, row_bits, copies, ports),
+        Memory.sized("weights", layer.rom_beats, pes * layer.slot.width, copies, ports),
         Memory.sized("bias", layer.addresses, pes * layer.acc_bits),
-        Memory.sized("accumulators", layer.addresses, layer.acc_bits, 2 * pes),
-        *output_memories(output),
+        Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + input_index_bits + VALUE_BITS, units),
+        Memory.sized("unit rows", ROW_FIFO_DEPTH, 1 + row_bits + VALUE_BITS, units),
+        *pe_memories(pes, units, layer.addresses, layer.local_bits, layer.weight_bits, layer.acc_bits),
+        *drain_memories(Groups(pes, units, layer.local_bits), output),
     ]
 
 
@@ -189,6 +254,7 @@ class SequentialShape:
     weight_bits: int = 1
     addresses: int = 1  # the widest layer's local addresses
     looped: int = 0  # the longest vector a layer hands to the next one of the run (0: none)
+    input_bits: int = 1  # index bits of the widest vector a pass reads
     last: LayerShape | None = field(default=None, compare=False)
 
     def then(self, layer: LayerShape) -> SequentialShape:
@@ -204,13 +270,24 @@ class SequentialShape:
             weight_bits=max(self.weight_bits, layer.weight_bits),
             addresses=max(self.addresses, layer.addresses),
             looped=looped,
+            input_bits=max(self.input_bits, bits_for(layer.n_in - 1)),
             last=layer,
         )
 
+    @property
+    def local_bits(self) -> int:
+        return bits_for(self.addresses - 1)
+
     @cached_property
     def loop(self) -> Channel | None:
-        """The loop-back channel, sized for the longest vector it carries; none for one layer."""
-        return Channel(self.pes, self.looped) if self.looped else None
+        """The loop-back FIFO's items, sized for the longest vector it carries; none for one layer."""
+        return Channel(1, self.looped) if self.looped else None
+
+    @property
+    def loop_depth(self) -> int:
+        """A pass writes every nonzero output of its layer before the next pass reads them: the
+        loop-back FIFO holds a whole vector and its end item, with the slack its room flag keeps."""
+        return self.looped + 1 + CHANNEL_SLACK
 
     @property
     def request_bits(self) -> int:
@@ -224,23 +301,31 @@ class SequentialShape:
 
 
 def sequential_memories(stage: SequentialShape, output: Output) -> list[Memory]:
-    """A sequential stage: the descriptors, row tables and biases of all its layers, stacked; one
-    set of accumulators for its widest layer; its row-read and activation queues; its loop-back
-    channel and its output. No weights: they stream from off chip."""
+    """A sequential stage: the descriptors, row tables and biases of all its layers, stacked; its
+    activation FIFO; its read queues; one set of PE FIFOs and banks for its widest layer; its
+    loop-back FIFO and its drain. No weights: they stream from off chip."""
     pes = stage.pes
     memories = [
         Memory.sized("descriptors", stage.layers, DESCRIPTOR_FIELDS * DESCRIPTOR_FIELD_BITS),
         Memory.sized("row table", stage.rows, stage.start_bits + stage.count_bits),
         Memory.sized("bias", stage.bias_rows, pes * stage.acc_bits),
-        Memory.sized("accumulators", stage.addresses, stage.acc_bits, 2 * pes),
+        Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + stage.input_bits + VALUE_BITS),
         Memory.sized("row requests", REQUEST_DEPTH, stage.request_bits),
         Memory.sized("waiting activations", ACTIVATION_DEPTH, stage.activation_bits),
+        *pe_memories(pes, 1, stage.addresses, stage.local_bits, stage.weight_bits, stage.acc_bits),
     ]
+    groups = Groups(pes, 1, stage.local_bits)
     if stage.loop is not None:
-        memories += stage.loop.memories("loop-back")
-    return memories + output_memories(output)
+        memories.append(Memory.sized("loop-back items", stage.loop_depth, stage.loop.item_bits))
+        if isinstance(output, DenseOutput):  # the words of the layers before the last are serialized
+            memories.append(Memory.sized("drained words", WORD_FIFO_DEPTH, groups.word_bits))
+    return memories + drain_memories(groups, output)
 
 
-def reader_memories(channel: Channel) -> list[Memory]:
-    """The input reader writes the model's input into the first channel."""
-    return channel.memories("input")
+def reader_memories(channel: Channel, lanes: int) -> list[Memory]:
+    """The input reader: its groups' beat FIFOs, and the first channel."""
+    groups = Groups(lanes, channel.subs, bits_for(ceil_div(channel.length, lanes) - 1))
+    return [
+        Memory.sized("input words", READER_WORD_DEPTH, groups.word_bits, groups.count),
+        *channel.memories("input"),
+    ]

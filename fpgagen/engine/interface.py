@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..schedule.boards import Board
-from .geometry import OFFCHIP_SLOT_BYTES, VALUE_BITS, Channel, bits_for
+from .geometry import OFFCHIP_SLOT_BYTES, VALUE_BITS, bits_for
 
 if TYPE_CHECKING:
     from .plan import StagePlan
@@ -93,7 +93,7 @@ class Interface:
         return VALUE_BITS * self.out_lanes
 
 
-def plan_interface(stages: Sequence[StagePlan], input_channel: Channel, board: Board) -> Interface:
+def plan_interface(stages: Sequence[StagePlan], in_lanes: int, board: Board) -> Interface:
     ports = tuple(
         WeightPort(
             port=stage.port,
@@ -107,4 +107,4 @@ def plan_interface(stages: Sequence[StagePlan], input_channel: Channel, board: B
         for stage in stages
         if stage.sequential
     )
-    return Interface(input_channel.lanes, stages[-1].pes, ports, ControlMap.for_ports(len(ports)))
+    return Interface(in_lanes, stages[-1].pes, ports, ControlMap.for_ports(len(ports)))

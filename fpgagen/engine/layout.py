@@ -1,12 +1,14 @@
-"""The engine's weight layout: how a layer's nonzeros are packed into lanes and beats.
+"""The engine's weight layout: how a layer's nonzeros are packed into beats of P slots.
 
-Output neuron j belongs to PE (lane) j mod P and lives at local address j div P there. Row i of W
-(the fan-out of input i) is stored as `beats_i = max_p count(i, p)` consecutive beats; beat b of
-row i holds, in lane p, the b-th nonzero of row i whose output is in lane p, or an empty slot. A
-nonzero activation x_i therefore costs max(1, beats_i) cycles with all P multipliers in step, and
-a zero activation costs nothing. This one layout serves on-chip ROMs (dataflow layers) and the
-off-chip weight image (sequential layers); the cost model counts the same beats. A beat's slots
-are packed into words by `slot_words`, in the format of a `SlotWord` (fpgagen.engine.geometry).
+Output neuron j belongs to PE j mod P (after the relabelling pass, fpgagen.passes.relabel, that
+is the PE the balancing chose) and lives at local address j div P there. Row i of W (the fan-out
+of input i) is stored as `beats_i = max_p count(i, p)` consecutive beats; beat b of row i holds, in
+slot p, the b-th nonzero of row i whose output is on PE p, or an empty slot. An issue unit spends
+max(1, beats_i) cycles on a nonzero activation x_i and hands each valid slot to its PE's queue,
+where the PEs work at their own pace; a zero activation costs nothing. This one layout serves
+on-chip ROMs (dataflow layers) and the off-chip weight image (sequential layers); the cost model
+counts the same beats. A beat's slots are packed into words by `slot_words`, in the format of a
+`SlotWord` (fpgagen.engine.geometry).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import scipy.sparse as sp
 from .geometry import SlotWord
 
 
-def lane_counts(weights: sp.csr_array, pes: int) -> np.ndarray:
-    """(in_features, pes) matrix: how many nonzeros of row i fall in lane p."""
+def lane_counts(weights: sp.csr_array, pes: int, pe_of_output: np.ndarray | None = None) -> np.ndarray:
+    """(in_features, pes) matrix: how many nonzeros of row i fall in lane p, output j being in lane
+    j mod P, or in lane pe_of_output[j] (a relabelling not yet applied, fpgagen.engine.relabel)."""
     rows = np.repeat(np.arange(weights.shape[0]), np.diff(weights.indptr))
-    key = rows * pes + weights.indices % pes
+    lanes = weights.indices % pes if pe_of_output is None else pe_of_output[weights.indices]
+    key = rows * pes + lanes
     return np.bincount(key, minlength=weights.shape[0] * pes).reshape(weights.shape[0], pes)
 
 

@@ -24,18 +24,20 @@ def memory_kind(depth: int, width: int) -> str:
 
 @dataclass(frozen=True)
 class Memory:
-    """`count` alike memories of `depth` words of `width` bits, each holding `role`."""
+    """`count` alike memories of `depth` words of `width` bits, each holding `role` and read
+    through `ports` ports (two: a block RAM's two ports, two units reading one copy)."""
 
     role: str
     depth: int
     width: int
     kind: str
     count: int = 1
+    ports: int = 1
 
     @classmethod
-    def sized(cls, role: str, depth: int, width: int, count: int = 1) -> Memory:
+    def sized(cls, role: str, depth: int, width: int, count: int = 1, ports: int = 1) -> Memory:
         """A memory whose kind follows from its size (`memory_kind`)."""
-        return cls(role, depth, width, memory_kind(depth, width), count)
+        return cls(role, depth, width, memory_kind(depth, width), count, ports)
 
     @property
     def bits(self) -> int:

@@ -1,11 +1,11 @@
 """The engine plan: everything the hardware of one scheduled model is made of.
 
-For a quantized, scheduled model on a board, `plan_engine` lays every layer's weights out over its
-stage's PEs and derives, with the geometry functions the cost model uses too, every stage, channel
-and memory, each width, the packed words, the stacked tables and their offsets, and the off-chip
-images. The HLS and RTL back ends, the testbench and the manifest render or record this plan; they
-derive nothing of their own. Data and derivation only: no pricing (fpgagen.schedule.cost_model),
-no text (fpgagen.backends).
+For a quantized, scheduled (and relabelled, fpgagen.passes.relabel) model on a board, `plan_engine`
+lays every layer's weights out over its stage's PEs and derives, with the geometry functions the
+cost model uses too, every stage, channel and memory, each width, the packed words, the stacked
+tables with their offsets, and the off-chip images. The HLS and RTL back ends, the testbench and
+the manifest render or record this plan; they derive nothing of their own. Data and derivation
+only: no pricing (fpgagen.schedule.cost_model), no text (fpgagen.backends).
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from .geometry import (
     MAX_BURST_BEATS,
     OFFCHIP_SLOT,
     OFFCHIP_SLOT_BYTES,
+    READER_GROUPS,
     Channel,
     DenseOutput,
+    Groups,
     LayerShape,
     Output,
     SequentialShape,
@@ -54,11 +56,17 @@ def layer_shape(layer: Layer, pes: int, row_beats: np.ndarray | None = None) -> 
     )
 
 
-def stage_output(model: Model, last_layer: int, pes: int) -> Output:
-    """Where a stage ending with `last_layer` drains: the next stage's channel, or dense beats."""
+def stage_output(model: Model, last_layer: int, pes: int, units: int) -> Output:
+    """Where a stage ending with `last_layer` drains: the next stage's channel, one sub-channel
+    per issue unit (a stage serializes as many activations a cycle as it takes), or dense beats."""
     if last_layer == len(model.layers) - 1:
         return DenseOutput(pes)
-    return Channel(pes, model.layers[last_layer].out_features)
+    return Channel(units, model.layers[last_layer].out_features)
+
+
+def reader_channel(in_features: int, lanes: int) -> Channel:
+    """The first channel: the input reader's groups of each beat."""
+    return Channel(min(READER_GROUPS, lanes), in_features)
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,12 +97,23 @@ class LayerPlan:
     def hi(self) -> int:
         return self.layer.numerics.hi_q
 
+    @property
+    def rounding(self) -> int:
+        """2^(shift-1), what the requantization adds before its shift (0 without a shift)."""
+        return 1 << (self.shift - 1) if self.shift > 0 else 0
+
     @cached_property
     def bias(self) -> np.ndarray:
         """(addresses, P): the bias of output a * P + p at [a, p], zero past the last output."""
         padded = np.zeros(self.shape.addresses * self.shape.pes, dtype=np.int64)
         padded[: self.shape.n_out] = self.layer.numerics.bias_q
         return padded.reshape(self.shape.addresses, self.shape.pes)
+
+    @property
+    def rounded_bias(self) -> np.ndarray:
+        """The bias with the rounding term added, as the RTL's bias ROM holds it: the drain adds
+        one number to an accumulator before the shift (docs/numerics.md)."""
+        return self.bias + self.rounding
 
     @cached_property
     def rom_words(self) -> np.ndarray:
@@ -115,10 +134,12 @@ class StagePlan:
     index: int
     mode: str
     pes: int
+    units: int  # issue units: activations taken per cycle; sub-channels of the output channel
     layers: tuple[LayerPlan, ...]
     input: Channel
     output: Output
-    loop: Channel | None  # a sequential stage's loop-back channel
+    loop: Channel | None  # a sequential stage's loop-back items
+    loop_depth: int  # ... and its FIFO's depth: a whole vector (0 without loop-back)
     port: int | None  # k of the AXI4 master weights<k> of a sequential stage
     acc_bits: int
     weight_bits: int  # the multipliers' weight width: the widest of the stage's layers
@@ -146,17 +167,22 @@ class StagePlan:
         return bits_for(self.addresses - 1)
 
     @property
+    def groups(self) -> Groups:
+        """How the drain splits an address's P outputs among its serializers."""
+        return Groups(self.pes, self.units, self.local_bits)
+
+    @property
     def rows(self) -> int:
         return sum(plan.shape.n_in for plan in self.layers)
+
+    @property
+    def bias_rows(self) -> int:
+        return sum(plan.shape.addresses for plan in self.layers)
 
     def memory(self, role: str) -> Memory:
         """The stage's memory that holds `role` (fpgagen.engine.geometry names them)."""
         (found,) = [memory for memory in self.memories if memory.role == role]
         return found
-
-    @property
-    def bias_rows(self) -> int:
-        return sum(plan.shape.addresses for plan in self.layers)
 
     @property
     def row_start(self) -> np.ndarray:
@@ -171,6 +197,11 @@ class StagePlan:
     def bias(self) -> np.ndarray:
         """(bias_rows, P): the stacked bias tables of the layers."""
         return np.concatenate([plan.bias for plan in self.layers])
+
+    @property
+    def rounded_bias(self) -> np.ndarray:
+        """(bias_rows, P): the stacked bias tables with each layer's rounding term."""
+        return np.concatenate([plan.rounded_bias for plan in self.layers])
 
     @property
     def max_burst(self) -> int:
@@ -199,6 +230,7 @@ class StagePlan:
 class EnginePlan:
     model: Model
     board: Board
+    lanes: int  # values per input beat
     channels: tuple[Channel, ...]  # channels[s] feeds stage s; channels[0] comes from the reader
     stages: tuple[StagePlan, ...]
     interface: Interface
@@ -215,11 +247,16 @@ class EnginePlan:
 
     @property
     def in_lanes(self) -> int:
-        return self.channels[0].lanes
+        return self.lanes
 
     @property
     def out_lanes(self) -> int:
         return self.stages[-1].pes
+
+    @property
+    def reader_groups(self) -> Groups:
+        channel = self.channels[0]
+        return Groups(self.lanes, channel.subs, bits_for(ceil_div(channel.length, self.lanes) - 1))
 
     @property
     def sequential(self) -> list[StagePlan]:
@@ -227,7 +264,7 @@ class EnginePlan:
 
     @property
     def reader_memories(self) -> list[Memory]:
-        return reader_memories(self.channels[0])
+        return reader_memories(self.channels[0], self.lanes)
 
     def layer(self, index: int) -> LayerPlan:
         stage = self.stages[self.model.layers[index].schedule.stage]
@@ -239,30 +276,33 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
     schedule = model.schedule
     if schedule is None or not model.quantized:
         raise ValueError("plan a quantized, scheduled model")
-    channels = [Channel(schedule.in_lanes, model.in_features)]
+    channels = [reader_channel(model.in_features, schedule.in_lanes)]
     stages = []
     port = 0
     for number, stage in enumerate(schedule.stages):
-        output = stage_output(model, stage.layers[-1], stage.pes)
+        output = stage_output(model, stage.layers[-1], stage.pes, stage.units)
         layer_plans = _layer_plans(model, stage.layers, stage.pes)
         sequential = stage.mode != DATAFLOW
         if sequential:
             shape = SequentialShape(stage.pes)
             for plan in layer_plans:
                 shape = shape.then(plan.shape)
-            memories, loop = sequential_memories(shape, output), shape.loop
+            memories, loop, loop_depth = sequential_memories(shape, output), shape.loop, shape.loop_depth
         else:
             (plan,) = layer_plans
-            shape, memories, loop = plan.shape, dataflow_memories(plan.shape, output), None
+            shape, loop, loop_depth = plan.shape, None, 0
+            memories = dataflow_memories(plan.shape, stage.units, channels[-1].index_bits, output)
         stages.append(
             StagePlan(
                 index=number,
                 mode=stage.mode,
                 pes=stage.pes,
+                units=stage.units,
                 layers=layer_plans,
                 input=channels[-1],
                 output=output,
                 loop=loop,
+                loop_depth=loop_depth if loop is not None else 0,
                 port=port if sequential else None,
                 acc_bits=shape.acc_bits,
                 weight_bits=shape.weight_bits,
@@ -276,7 +316,8 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
         if isinstance(output, Channel):
             channels.append(output)
     stages = tuple(stages)
-    return EnginePlan(model, board, tuple(channels), stages, plan_interface(stages, channels[0], board))
+    interface = plan_interface(stages, schedule.in_lanes, board)
+    return EnginePlan(model, board, schedule.in_lanes, tuple(channels), stages, interface)
 
 
 def _layer_plans(model: Model, indices: tuple[int, ...], pes: int) -> tuple[LayerPlan, ...]:

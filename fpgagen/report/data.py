@@ -18,10 +18,9 @@ from ..errors import FpgagenError
 from ..ir import Model
 from ..manifest import read_manifest
 from ..performance import LayerPerformance, layer_demands, measure_layers, simulated_vectors_folder
+from ..results import CSIM_RESULTS, SIM_RESULTS, SYNTH_RESULTS
 from ..vectors import Vectors, idle_layers, read_vectors
 from .metrics import FixedPointError, PeLoad, StageInterval, fixed_point_errors, pe_loads, stage_intervals
-
-CSIM, SIM, SYNTH = "csim_results.json", "sim_results.json", "synth_results.json"
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ def _load(path: Path) -> dict | None:
 def gather(outdir: Path) -> ReportData:
     outdir = Path(outdir)
     manifest = read_manifest(outdir)
-    csim, sim, synth = (_load(outdir / name) for name in (CSIM, SIM, SYNTH))
+    csim, sim, synth = (_load(outdir / name) for name in (CSIM_RESULTS, SIM_RESULTS, SYNTH_RESULTS))
     # The figures follow the inputs of the last RTL simulation, else of the C simulation.
     ran = sim if sim is not None else csim
     folder = simulated_vectors_folder(outdir, ran, manifest) if ran is not None else outdir / manifest["vectors"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engine.geometry import OFFCHIP_MAX_ADDRESSES
+from ..engine.geometry import OFFCHIP_MAX_ADDRESSES, UNITS
 from ..errors import FpgagenError
 from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, LayerSchedule, Model, Schedule
 
@@ -27,7 +27,7 @@ def apply_schedule(model: Model, schedule: Schedule) -> Model:
         _check_stage(model, number, stage)
         for index in stage.layers:
             layers[index] = replace(
-                layers[index], schedule=LayerSchedule(stage.mode, stage.pes, number, stage.weight_memory)
+                layers[index], schedule=LayerSchedule(stage.mode, stage.pes, number, stage.weight_memory, stage.units)
             )
     return replace(model, layers=tuple(layers), schedule=schedule)
 
@@ -39,6 +39,10 @@ def _check_stage(model: Model, number: int, stage) -> None:
             raise FpgagenError(f"{where}: a dataflow stage runs exactly one layer")
         if stage.pes not in DATAFLOW_PES:
             raise FpgagenError(f"{where}: {stage.pes} PEs; a dataflow stage takes one of {DATAFLOW_PES}")
+        if stage.units not in UNITS or stage.units > stage.pes:
+            raise FpgagenError(
+                f"{where}: {stage.units} issue units; a dataflow stage takes one of {UNITS}, at most its PEs"
+            )
         if stage.weight_memory != BRAM:
             raise FpgagenError(
                 f"{where}: dataflow weights live in {BRAM}, not {stage.weight_memory!r}: a weight ROM needs "
@@ -50,6 +54,8 @@ def _check_stage(model: Model, number: int, stage) -> None:
             raise FpgagenError(f"{where}: {stage.pes} PEs; a sequential stage takes one of {SEQUENTIAL_PES}")
         if stage.weight_memory != OFFCHIP:
             raise FpgagenError(f"{where}: sequential weights live off chip")
+        if stage.units != 1:
+            raise FpgagenError(f"{where}: a sequential stage has one issue unit, not {stage.units}")
         for index in stage.layers:
             layer = model.layers[index]
             if -(-layer.out_features // stage.pes) > OFFCHIP_MAX_ADDRESSES:

@@ -3,10 +3,10 @@
 Formulas only; the search over schedules is in scheduler.py. docs/cost-model.md states every
 formula used here, with the constants and where they come from.
 
-Cycle counts are expectations per input vector: an input activation i costs its row's beats
-only when it is nonzero, which happens with probability p_i (the `Activity`). A stage's cycles
-depend on its own layers and P only (lane switches are free), so every stage the scheduler can
-choose has a fixed interval, latency and resource use: see `StageCost`.
+Cycles are per input vector: an input activation costs its row's work only when it is nonzero
+(the `Activity`). A layer's placement on P PEs is the one the relabelling pass will give it
+(fpgagen.engine.relabel), so its cycles depend on its own weights, P and K only, and every stage
+the scheduler can choose has a fixed interval, latency and resource use: see `StageCost`.
 """
 
 from __future__ import annotations
@@ -17,42 +17,56 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..engine.geometry import (
     OFFCHIP_SLOT_BYTES,
-    Channel,
     LayerShape,
     SequentialShape,
+    bits_for,
+    ceil_div,
     dataflow_memories,
+    entry_bits,
     in_lanes,
     reader_memories,
     sequential_memories,
 )
-from ..engine.layout import beats_per_row
 from ..engine.memory import BRAM as BLOCK_RAM
 from ..engine.memory import LUTRAM, REGISTERS, Memory
-from ..engine.plan import layer_shape, stage_output
+from ..engine.plan import layer_shape, reader_channel, stage_output
 from ..errors import FpgagenError
-from ..golden import GoldenModel, flatten_inputs
 from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, Layer, Model, Stage
+from .activity import Activity
 from .boards import Board
+from .work import Placement, issue_cycles, pe_cycles, place, serializer_cycles
 
 # Pipeline depths of the RTL (docs/engine.md, "Timing"), measured in RTL simulation by
-# bench/bench_rtl.py: a vector's compute ends 2 cycles after its last row (the end token through
-# the issue stage), a drain 2 cycles after its last address (read, requantize), plus 2 more for a
-# sparse drain (the held items, then the mask); the AXI reader and RAM model add about 6.
-L_COMPUTE = 2
-L_DRAIN = 2
-L_FLUSH = 2
-L_MEMORY = 6
+# bench/bench_rtl.py (bench/results/rtl.json). A dataflow vector's compute ends L_COMPUTE cycles
+# after its last beat is decided (ROM, entry register, PE FIFO, multiply-accumulate): with 12 the
+# busy counters of Graph Challenge P=64 K=4 and the 90%-sparse MLP are matched within 1.5%. A drain
+# counts ceil(N_out / P) addresses and then L_DRAIN cycles until its last dense beat is written
+# (fg_stage.v: the decided address, its 6 registers to y, the beat register): the model's last
+# layer measures ceil(N_out / P) + 7 at P=16 and 64; a sparse drain adds L_WORDS (the mask and
+# count registers, then the end word): ceil(N_out / P) + 9 measured on every other layer. A
+# sequential pass adds its descriptor load and the handing of the end entries to the PEs
+# (L_PASS), and L_MEMORY for the AXI reader and the RAM (bench_rtl's sequential P=16 designs).
+L_COMPUTE = 12
+L_DRAIN = 7
+L_WORDS = 2
+L_PASS = 6
+L_MEMORY = 8
+L_READER = 4
 
-# Logic: per PE, linear in the accumulator width (multiply-accumulate, requantize, forwarding);
-# per stage (control, counters); per sequential stage (AXI4 read master, descriptors, loop-back).
-# Least-squares fits to Yosys synth_xilinx on seven designs (bench/bench_resources.py).
-LANE_LUT_PER_ACC_BIT, LANE_FF_PER_ACC_BIT = 4, 8
-STAGE_LUT, STAGE_FF = 1100, 0
-SEQUENTIAL_LUT, SEQUENTIAL_FF = 500, 1600
+# Logic (docs/cost-model.md, "Resources"): per PE, linear in the accumulator width (multiply,
+# accumulate with forwarding, requantize, the bank's read-modify-write) and in the entry width (the
+# entry's pipeline registers in the PE, its choice among the units' FIFOs, the FIFOs' output
+# registers); per issue unit (row lookup, beat counter, the merger's port, a serializer); per stage
+# (control, drain registers, counters; the input reader counts as one). Relative least-squares fits
+# to Yosys synth_xilinx over ten designs (bench/bench_resources.py), where a term the fit leaves at
+# zero is kept at zero: a sequential stage's AXI master and queues were within these terms.
+PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 6.2, 7.75
+PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 4.75, 13
+UNIT_LUT, UNIT_FF = 298, 0
+STAGE_LUT, STAGE_FF = 0, 464
 
 # How memories map to blocks (docs/cost-model.md, "Memories"), as synthesis maps them.
 LUTRAM_DEPTH = 64  # bits per LUT used as distributed RAM
@@ -108,24 +122,29 @@ def lutram_luts(depth: int, width: int) -> int:
     return 8 * math.ceil(width / 7) * math.ceil(depth / 64)
 
 
-def bram18_halves(depth: int, width: int) -> int:
-    """RAMB18s (halves of a BRAM36) of one memory: the fewest over both block sizes' shapes."""
-    whole = min(math.ceil(width / w) * math.ceil(depth / d) for d, w in BRAM36_SHAPES)
-    halves = min(math.ceil(width / w) * math.ceil(depth / d) for d, w in BRAM18_SHAPES)
+def bram18_halves(depth: int, width: int, ports: int = 1) -> int:
+    """RAMB18s (halves of a BRAM36) of one memory: the fewest over both block sizes' shapes. Read
+    through two ports, a block is true dual-port, which halves its widest shape (72 -> 36 bits)."""
+    shapes36 = BRAM36_SHAPES if ports == 1 else BRAM36_SHAPES[:-1]
+    shapes18 = BRAM18_SHAPES if ports == 1 else BRAM18_SHAPES[:-1]
+    whole = min(math.ceil(width / w) * math.ceil(depth / d) for d, w in shapes36)
+    halves = min(math.ceil(width / w) * math.ceil(depth / d) for d, w in shapes18)
     return min(2 * whole, halves)
 
 
 @cache
 def price(memory: Memory) -> Resources:
-    """What `memory.count` alike memories cost, by kind; two that each fit a RAMB18 share a BRAM36."""
+    """What `memory.count` alike memories cost, by kind; two that each fit a RAMB18 share a BRAM36.
+    A distributed memory read through two ports is two copies; a block RAM has the ports."""
     if memory.depth <= 0 or memory.width <= 0:
         return Resources()
     if memory.kind == REGISTERS:
         return Resources(ff=memory.bits)
     if memory.kind == LUTRAM:
-        return Resources(lut=lutram_luts(memory.depth, memory.width) * memory.count)
+        return Resources(lut=lutram_luts(memory.depth, memory.width) * memory.count * memory.ports)
     if memory.kind == BLOCK_RAM:
-        return Resources(bram=math.ceil(memory.count * bram18_halves(memory.depth, memory.width) / 2))
+        halves = bram18_halves(memory.depth, memory.width, memory.ports)
+        return Resources(bram=math.ceil(memory.count * halves / 2))
     raise ValueError(f"no price for memories of kind {memory.kind!r}")
 
 
@@ -133,83 +152,36 @@ def total(memories: list[Memory]) -> Resources:
     return sum((price(memory) for memory in memories), Resources())
 
 
-SEQUENTIAL_LOGIC = Resources(lut=SEQUENTIAL_LUT, ff=SEQUENTIAL_FF)
-READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
-
-
 @cache
-def lane_logic(pes: int, acc_bits: int) -> Resources:
-    """P multiply-accumulate PEs (one DSP each) plus the stage's control."""
+def engine_logic(pes: int, units: int, acc_bits: int, entry: int) -> Resources:
+    """P multiply-accumulate PEs (one DSP each) taking entries of `entry` bits from K issue units,
+    and the stage's control."""
     return Resources(
         dsp=pes,
-        lut=pes * LANE_LUT_PER_ACC_BIT * acc_bits + STAGE_LUT,
-        ff=pes * LANE_FF_PER_ACC_BIT * acc_bits + STAGE_FF,
+        lut=round(pes * (PE_LUT_PER_ACC_BIT * acc_bits + PE_LUT_PER_ENTRY_BIT * entry) + units * UNIT_LUT + STAGE_LUT),
+        ff=round(pes * (PE_FF_PER_ACC_BIT * acc_bits + PE_FF_PER_ENTRY_BIT * entry) + units * UNIT_FF + STAGE_FF),
     )
 
 
-@dataclass(frozen=True, eq=False)
-class Activity:
-    """Per layer, the probability that each of its inputs is nonzero."""
-
-    probabilities: tuple[np.ndarray, ...]
-    source: str  # said in every output: what the cycle counts assume
-
-    @classmethod
-    def uniform(cls, model: Model, density: float = 1.0) -> Activity:
-        if not 0.0 <= density <= 1.0:
-            raise FpgagenError(f"activation density {density} is outside [0, 1]")
-        note = " (the worst case: every input nonzero)" if density == 1.0 else ""
-        return cls(
-            tuple(np.full(layer.in_features, float(density)) for layer in model.layers),
-            f"uniform activation density {density:g}{note}",
-        )
-
-    @classmethod
-    def from_calibration(cls, model: Model, x: np.ndarray) -> Activity:
-        """How often each input of each layer is nonzero in fixed point on the inputs `x`."""
-        if not model.quantized:
-            raise FpgagenError("measure activity on a quantized model")
-        x = flatten_inputs(model, x, "calibration inputs")
-        if x.shape[0] == 0:
-            raise FpgagenError("calibration inputs: the array holds no samples")
-        golden = GoldenModel(model)
-        x_q = golden.quantize_inputs(x)
-        inputs = [sp.csr_array(x_q), *golden.run_q(x_q, trace=True)[:-1]]
-        batch = x.shape[0]
-        return cls(
-            tuple(
-                np.bincount(act.indices, minlength=layer.in_features) / batch
-                for act, layer in zip(inputs, model.layers)
-            ),
-            f"activation density measured on {batch} calibration inputs",
-        )
+READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
 
 
 @dataclass(frozen=True)
-class LayerWork:
-    """What one layer asks of an engine of P PEs, in expected beats per vector."""
+class LayerCycles:
+    """One layer's cycles per vector on a stage."""
 
-    index: int
-    shape: LayerShape  # its sizes on P PEs (fpgagen.engine.geometry)
-    issued: float  # sum_i p_i max(1, beats_i): beats issued per vector
-    streamed: float  # sum_i p_i beats_i: beats read from off chip per vector (sequential)
-    dense: bool  # the model's last layer: drains dense beats, no lanes to flush
-
-    @property
-    def pes(self) -> int:
-        return self.shape.pes
+    compute: float  # issue units and PEs (and a sequential layer's memory port), with their latency
+    drain: float  # the drain's reading of the bank: what the RTL counts (waits for output room excluded)
+    output: float  # the serializers' emitting of the nonzero outputs (0: dense beats, the model's output)
+    bound: str  # COMPUTE_BOUND or MEMORY_BOUND: what limits compute
 
     @property
-    def drain(self) -> int:
-        return self.shape.addresses + L_DRAIN + (0 if self.dense else L_FLUSH)
+    def occupancy(self) -> float:
+        """How long the drain holds its bank: until every output is written or serialized."""
+        return max(self.drain, self.output)
 
-    def memory_cycles(self, board: Board) -> float:
-        """Cycles to bring the streamed beats (P off-chip slots each) over one memory channel."""
-        if self.streamed == 0:
-            return 0.0
-        if board.channels == 0:
-            return math.inf
-        return self.streamed * OFFCHIP_SLOT_BYTES * self.pes / board.bytes_per_cycle
+
+
 
 
 @dataclass(frozen=True)
@@ -232,13 +204,10 @@ class StageCost:
 
 @dataclass(frozen=True)
 class ReaderCost:
-    lanes: int
-    interval: int
+    lanes: int  # values per input beat
+    interval: float  # its beats and the gap after them, or its serializers, whichever is longer
+    latency: float
     resources: Resources
-
-    @property
-    def latency(self) -> int:
-        return self.interval
 
 
 @dataclass(frozen=True)
@@ -262,11 +231,22 @@ class LayerEstimate:
     mode: str
     pes: int
     stage: int
+    units: int
     weight_memory: str
-    compute: float
-    drain: int
-    bound: str  # COMPUTE_BOUND or MEMORY_BOUND: which term of the compute time dominates
+    cycles: LayerCycles
     resources: Resources  # a dataflow layer: its stage; a sequential one: none (its stage owns the tables)
+
+    @property
+    def compute(self) -> float:
+        return self.cycles.compute
+
+    @property
+    def drain(self) -> float:
+        return self.cycles.drain
+
+    @property
+    def bound(self) -> str:
+        return self.cycles.bound
 
     def to_dict(self) -> dict:
         return {
@@ -274,9 +254,10 @@ class LayerEstimate:
             "name": self.name,
             "mode": self.mode,
             "pes": self.pes,
+            "units": self.units,
             "stage": self.stage,
             "weight_memory": self.weight_memory,
-            "cycles": {"compute": self.compute, "drain": self.drain},
+            "cycles": {"compute": self.compute, "drain": self.drain, "output": self.cycles.output},
             "bound": self.bound,
             "resources": self.resources.as_dict(),
         }
@@ -288,8 +269,8 @@ class StageEstimate:
     mode: str
     layers: tuple[int, ...]
     pes: int
+    units: int
     weight_memory: str
-    lanes_in: int  # lanes of the channel that feeds it (the reader's K for the first stage)
     interval: float
     latency: float
     resources: Resources
@@ -357,7 +338,14 @@ class DesignEstimate:
                 "channel_gbps": board.channel_gbps,
             },
             "activity": self.activity,
-            "constants": {"L_compute": L_COMPUTE, "L_drain": L_DRAIN, "L_flush": L_FLUSH, "L_memory": L_MEMORY},
+            "constants": {
+                "L_compute": L_COMPUTE,
+                "L_drain": L_DRAIN,
+                "L_words": L_WORDS,
+                "L_pass": L_PASS,
+                "L_memory": L_MEMORY,
+                "L_reader": L_READER,
+            },
             "reader": {
                 "in_lanes": self.reader.lanes,
                 "interval": self.reader.interval,
@@ -395,9 +383,14 @@ def _finite(value: float) -> float | None:
 
 
 class CostModel:
-    """The cost of every stage the engine can build for `model` on `board` under `activity`."""
+    """The cost of every stage the engine can build for `model` on `board` under `activity`.
 
-    def __init__(self, model: Model, board: Board, activity: Activity):
+    With `relabel` (by default, unless the model is relabelled already) every layer but the last
+    is priced as the relabelling pass will place it on the P PEs of its stage (the scheduler's
+    case); without, as it stands.
+    """
+
+    def __init__(self, model: Model, board: Board, activity: Activity, relabel: bool | None = None):
         if not model.quantized:
             raise FpgagenError(f"model {model.name} is not quantized; the cost model needs its integer weights")
         if len(activity.probabilities) != len(model.layers) or any(
@@ -407,65 +400,106 @@ class CostModel:
         self.model = model
         self.board = board
         self.activity = activity
-        self._work: dict[tuple[int, int], LayerWork] = {}
+        self.relabel = not model.relabelled if relabel is None else relabel
+        self._placements: dict[tuple[int, int], Placement] = {}
+        self._cycles: dict[tuple[int, int, str, int], LayerCycles] = {}
 
     @property
     def layers(self) -> tuple[Layer, ...]:
         return self.model.layers
 
-    def work(self, index: int, pes: int) -> LayerWork:
-        key = (index, pes)
-        if key not in self._work:
-            layer = self.layers[index]
-            beats = beats_per_row(layer.numerics.weights_q, pes)
-            p = self.activity.probabilities[index]
-            self._work[key] = LayerWork(
-                index=index,
-                shape=layer_shape(layer, pes, beats),
-                issued=float(p @ np.maximum(beats, 1)),
-                streamed=float(p @ beats),
-                dense=self.is_last(index),
-            )
-        return self._work[key]
-
     def is_last(self, index: int) -> bool:
         return index == len(self.layers) - 1
 
-    def reader_channel(self, lanes: int | None = None) -> Channel:
-        """The input reader's channel: `lanes` lanes (by default the engine's choice, `in_lanes`)."""
-        n_in = self.model.in_features
-        return Channel(in_lanes(n_in) if lanes is None else lanes, n_in)
+    def placement(self, index: int, pes: int) -> Placement:
+        key = (index, pes)
+        if key not in self._placements:
+            relabel = self.relabel and not self.is_last(index)  # the model's outputs keep their order
+            self._placements[key] = place(self.layers[index].numerics.weights_q, pes, relabel)
+        return self._placements[key]
 
-    def reader_memories(self, lanes: int | None = None) -> list[Memory]:
-        return reader_memories(self.reader_channel(lanes))
+    def shape(self, index: int, pes: int) -> LayerShape:
+        """Layer `index`'s sizes on P PEs (fpgagen.engine.geometry)."""
+        return layer_shape(self.layers[index], pes, self.placement(index, pes).beats)
+
+    # Cycles --------------------------------------------------------------------------------------
+
+    def cycles(self, index: int, pes: int, mode: str, units: int = 1) -> LayerCycles:
+        """Layer `index` on P PEs and K issue units in `mode` (docs/cost-model.md, "Cycles")."""
+        key = (index, pes, mode, units)
+        if key not in self._cycles:
+            self._cycles[key] = self._layer_cycles(index, pes, mode, units)
+        return self._cycles[key]
+
+    def _layer_cycles(self, index: int, pes: int, mode: str, units: int) -> LayerCycles:
+        placement = self.placement(index, pes)
+        inputs = self.activity.inputs(index)
+        drain = ceil_div(self.layers[index].out_features, pes) + L_DRAIN + (0 if self.is_last(index) else L_WORDS)
+        output = self.output_cycles(index, pes, units)
+        if mode == DATAFLOW:
+            issue = issue_cycles(inputs, placement.row_cycles, units)
+            compute = float(np.maximum(issue, pe_cycles(inputs, placement.counts)).mean())
+            return LayerCycles(compute + L_COMPUTE, drain, output, COMPUTE_BOUND)
+        # a sequential layer: one activation a cycle looked up, one beat a cycle taken, the beats
+        # brought over the memory port
+        work = np.maximum(inputs.rows.sum(axis=1), inputs.rows @ placement.beats)
+        memory = self.memory_cycles(inputs.rows @ placement.beats, pes)
+        bound = MEMORY_BOUND if memory.mean() > work.mean() else COMPUTE_BOUND
+        compute = float(np.maximum(work, memory).mean())
+        return LayerCycles(compute + L_COMPUTE + L_MEMORY, drain, output, bound)
+
+    def memory_cycles(self, beats: np.ndarray, pes: int) -> np.ndarray:
+        """Cycles to bring `beats` beats of P off-chip slots over one memory channel."""
+        if self.board.channels == 0:
+            return np.where(beats > 0, math.inf, 0.0)
+        return beats * (OFFCHIP_SLOT_BYTES * pes / self.board.bytes_per_cycle)
+
+    def output_cycles(self, index: int, pes: int, groups: int) -> float:
+        """The drain's serializers: each of `groups` emits the nonzero outputs of its P / groups PEs,
+        one a cycle (0 for the model's last layer, which drains dense beats)."""
+        if self.is_last(index):
+            return 0.0
+        placement = self.placement(index, pes)
+        address = np.arange(self.layers[index].out_features) // pes
+        group = placement.pe // (pes // groups)
+        emitted = serializer_cycles(self.activity.inputs(index + 1), address, group, groups)
+        return float(emitted.mean()) + L_DRAIN + L_WORDS
 
     def reader(self, lanes: int | None = None) -> ReaderCost:
-        channel = self.reader_channel(lanes)
-        return ReaderCost(channel.lanes, channel.lane_depth, total(reader_memories(channel)) + READER_LOGIC)
+        """The input reader: a beat of `lanes` values a cycle (by default the engine's choice), a
+        gap after each vector, its groups serialized (fpgagen.engine.geometry.Groups)."""
+        n_in = self.model.in_features
+        lanes = in_lanes(n_in) if lanes is None else lanes
+        channel = reader_channel(n_in, lanes)
+        inputs = np.arange(n_in)
+        emitted = serializer_cycles(
+            self.activity.inputs(0), inputs // lanes, (inputs % lanes) // (lanes // channel.subs), channel.subs
+        )
+        interval = max(ceil_div(n_in, lanes) + 1, float(emitted.mean()))
+        return ReaderCost(lanes, interval, interval + L_READER, total(reader_memories(channel, lanes)) + READER_LOGIC)
 
-    def compute(self, index: int, pes: int, mode: str) -> tuple[float, str]:
-        """Compute cycles of one layer on P lanes in `mode`, and which term dominates them."""
-        work = self.work(index, pes)
-        if mode == DATAFLOW:
-            return work.issued + L_COMPUTE, COMPUTE_BOUND
-        memory = work.memory_cycles(self.board)
-        bound = MEMORY_BOUND if memory > work.issued else COMPUTE_BOUND
-        return max(work.issued, memory) + L_COMPUTE + L_MEMORY, bound
+    def reader_memories(self, lanes: int | None = None) -> list[Memory]:
+        n_in = self.model.in_features
+        lanes = in_lanes(n_in) if lanes is None else lanes
+        return reader_memories(reader_channel(n_in, lanes), lanes)
 
     # Dataflow stages ---------------------------------------------------------------------------
 
-    def dataflow_memories(self, index: int, pes: int) -> list[Memory]:
-        """Every memory of a dataflow stage running layer `index` on P PEs (fpgagen.engine)."""
-        return dataflow_memories(self.work(index, pes).shape, stage_output(self.model, index, pes))
+    def dataflow_memories(self, index: int, pes: int, units: int) -> list[Memory]:
+        """Every memory of a dataflow stage running layer `index` on P PEs and K units (fpgagen.engine)."""
+        shape = self.shape(index, pes)
+        output = stage_output(self.model, index, pes, units)
+        return dataflow_memories(shape, units, bits_for(shape.n_in - 1), output)
 
-    def dataflow(self, index: int, pes: int) -> StageCost:
-        work = self.work(index, pes)
-        compute, _ = self.compute(index, pes, DATAFLOW)
+    def dataflow(self, index: int, pes: int, units: int = 1) -> StageCost:
+        cycles = self.cycles(index, pes, DATAFLOW, units)
+        shape = self.shape(index, pes)
+        logic = engine_logic(pes, units, shape.acc_bits, entry_bits(shape.local_bits, shape.weight_bits))
         return StageCost(
-            stage=Stage(DATAFLOW, (index,), pes, BRAM),
-            interval=max(compute, work.drain),  # the two accumulator banks ping-pong
-            latency=compute + work.drain,
-            resources=total(self.dataflow_memories(index, pes)) + lane_logic(pes, work.shape.acc_bits),
+            stage=Stage(DATAFLOW, (index,), pes, BRAM, units),
+            interval=max(cycles.compute, cycles.occupancy),  # the two accumulator banks ping-pong
+            latency=cycles.compute + cycles.occupancy,
+            resources=total(self.dataflow_memories(index, pes, units)) + logic,
         )
 
     # Sequential stages -------------------------------------------------------------------------
@@ -479,24 +513,24 @@ class CostModel:
         shape = SequentialShape(pes)
         time = 0.0
         for last in range(first, len(self.layers)):
-            work = self.work(last, pes)
-            shape = shape.then(work.shape)
-            compute, _ = self.compute(last, pes, SEQUENTIAL)
-            time += compute + work.drain
-            memories = sequential_memories(shape, stage_output(self.model, last, pes))
+            cycles = self.cycles(last, pes, SEQUENTIAL)
+            shape = shape.then(self.shape(last, pes))
+            time += L_PASS + cycles.compute + cycles.occupancy  # one pass after the other
+            memories = sequential_memories(shape, stage_output(self.model, last, pes, 1))
+            logic = engine_logic(pes, 1, shape.acc_bits, entry_bits(shape.local_bits, shape.weight_bits))
             yield StageCost(
                 stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP),
                 interval=time,
                 latency=time,
-                resources=total(memories) + lane_logic(pes, shape.acc_bits) + SEQUENTIAL_LOGIC,
+                resources=total(memories) + logic,
             )
 
     def sequential_memories(self, first: int, last: int, pes: int) -> list[Memory]:
         """Every memory of a sequential stage running layers first..last (fpgagen.engine)."""
         shape = SequentialShape(pes)
         for index in range(first, last + 1):
-            shape = shape.then(self.work(index, pes).shape)
-        return sequential_memories(shape, stage_output(self.model, last, pes))
+            shape = shape.then(self.shape(index, pes))
+        return sequential_memories(shape, stage_output(self.model, last, pes, 1))
 
     def sequential(self, first: int, last: int, pes: int) -> StageCost:
         for cost in self.sequential_runs(first, pes):
@@ -506,7 +540,7 @@ class CostModel:
 
     def stage(self, stage: Stage) -> StageCost:
         if stage.mode == DATAFLOW:
-            return self.dataflow(stage.layers[0], stage.pes)
+            return self.dataflow(stage.layers[0], stage.pes, stage.units)
         return self.sequential(stage.layers[0], stage.layers[-1], stage.pes)
 
     # Whole designs -----------------------------------------------------------------------------
@@ -524,77 +558,64 @@ class CostModel:
             bits_per_weight.append(np.full(layer.in_features, 2 + layer.numerics.weight_format.bits))
         p = np.concatenate([u[0] for u in useful])
         nnz = np.concatenate([u[1] for u in useful]).astype(np.float64)
-        entry_bits = np.concatenate(bits_per_weight)
+        entry = np.concatenate(bits_per_weight)
         macs = float(p @ nnz)
         compute_bound = math.inf if macs == 0 else board.dsp * board.clock_hz / macs
         # Every LUT counted as 64 bits of distributed RAM overstates the fabric's storage, which
         # keeps this an upper bound on any design.
         capacity = board.bram36 * BRAM36_BITS + board.uram * URAM_BITS + board.lut * LUTRAM_DEPTH
         order = np.argsort(-p, kind="stable")
-        row_bits = (nnz * entry_bits)[order]
+        row_bits = (nnz * entry)[order]
         kept_bits = np.minimum(row_bits, np.maximum(0.0, capacity - (np.cumsum(row_bits) - row_bits)))
-        left_weights = (row_bits - kept_bits) / entry_bits[order]
+        left_weights = (row_bits - kept_bits) / entry[order]
         offchip = float(p[order] @ left_weights) * OFFCHIP_SLOT_BYTES
         bandwidth = board.channels * board.channel_gbps * 1e9
-        if offchip <= 0:
-            memory_bound = math.inf
-        else:
-            memory_bound = bandwidth / offchip
+        memory_bound = math.inf if offchip <= 0 else bandwidth / offchip
         return Roofline(macs, compute_bound, offchip, memory_bound)
 
     def estimate(self, stages: tuple[Stage, ...], batch: int, in_lanes: int | None = None) -> DesignEstimate:
-        """The figures of a design of `stages` (and a reader of `in_lanes` lanes, by default the
-        engine's choice) over a batch."""
-        reader = self.reader(in_lanes)
-        lanes_in = reader.lanes
+        """The figures of a design of `stages` (and a reader of `in_lanes` values a beat, by default
+        the engine's choice) over a batch."""
         layer_estimates: list[LayerEstimate] = []
         stage_estimates: list[StageEstimate] = []
         for number, stage in enumerate(stages):
             cost = self.stage(stage)
-            layer_estimates += self._layer_estimates(number, stage, cost)
+            for index in stage.layers:
+                layer_estimates.append(
+                    LayerEstimate(
+                        index=index,
+                        name=self.layers[index].name,
+                        mode=stage.mode,
+                        pes=stage.pes,
+                        stage=number,
+                        units=stage.units,
+                        weight_memory=stage.weight_memory,
+                        cycles=self.cycles(index, stage.pes, stage.mode, stage.units),
+                        # a dataflow layer is its stage; a sequential one shares its stage's tables and engine
+                        resources=cost.resources if stage.mode == DATAFLOW else Resources(),
+                    )
+                )
             stage_estimates.append(
                 StageEstimate(
                     index=number,
                     mode=stage.mode,
                     layers=stage.layers,
                     pes=stage.pes,
+                    units=stage.units,
                     weight_memory=stage.weight_memory,
-                    lanes_in=lanes_in,
                     interval=cost.interval,
                     latency=cost.latency,
                     resources=cost.resources,
                 )
             )
-            lanes_in = stage.pes
         return DesignEstimate(
             model=self.model.name,
             board=self.board,
             activity=self.activity.source,
             batch=batch,
             edges=self.model.nnz,
-            reader=reader,
+            reader=self.reader(in_lanes),
             layers=tuple(layer_estimates),
             stages=tuple(stage_estimates),
             roofline=self.roofline(),
         )
-
-    def _layer_estimates(self, number: int, stage: Stage, cost: StageCost) -> list[LayerEstimate]:
-        estimates = []
-        for index in stage.layers:
-            compute, bound = self.compute(index, stage.pes, stage.mode)
-            estimates.append(
-                LayerEstimate(
-                    index=index,
-                    name=self.layers[index].name,
-                    mode=stage.mode,
-                    pes=stage.pes,
-                    stage=number,
-                    weight_memory=stage.weight_memory,
-                    compute=compute,
-                    drain=self.work(index, stage.pes).drain,
-                    bound=bound,
-                    # a dataflow layer is its stage; a sequential one shares its stage's tables and engine
-                    resources=cost.resources if stage.mode == DATAFLOW else Resources(),
-                )
-            )
-        return estimates

@@ -1,8 +1,8 @@
 """The scheduler: InTAR's choice between dataflow and sequential execution, made automatically.
 
 A design is a chain of stages covering the layers in order (docs/engine.md). The candidates are
-a dataflow stage for every layer and P in DATAFLOW_PES, and a sequential stage for every run of
-consecutive layers and P in SEQUENTIAL_PES. A stage's cycles do not depend on its neighbours, so
+a dataflow stage for every layer, P in DATAFLOW_PES and K issue units in UNITS (K <= P), and a
+sequential stage for every run of consecutive layers and P in SEQUENTIAL_PES. A stage's cycles do not depend on its neighbours, so
 each candidate c has a fixed interval t_c, latency g_c and resources r_c, and a design is a path
 of candidates through the layer boundaries under knapsack constraints (the board's resources,
 one memory channel per sequential stage). The choice is exact for the cost model; its integer
@@ -45,12 +45,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
-from ..engine.geometry import OFFCHIP_MAX_ADDRESSES
+from ..engine.geometry import OFFCHIP_MAX_ADDRESSES, UNITS
 from ..errors import DoesNotFit, FpgagenError
 from ..ir import DATAFLOW, SEQUENTIAL, Model, Schedule
+from .activity import Activity
 from .apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
 from .boards import Board, load_board
-from .cost_model import RESOURCE_KINDS, Activity, CostModel, StageCost, board_budget
+from .cost_model import RESOURCE_KINDS, CostModel, StageCost, board_budget
 
 POLICIES = ("auto", DATAFLOW, SEQUENTIAL)
 OBJECTIVES = ("throughput", "latency")
@@ -117,7 +118,9 @@ def candidate_stages(cost: CostModel, policy: str, pes: int | None = None) -> li
         )
     dataflow_pes = [p for p in DATAFLOW_PES if pes in (None, p)] if policy != SEQUENTIAL else []
     sequential_pes = [p for p in SEQUENTIAL_PES if pes in (None, p)] if policy != DATAFLOW else []
-    candidates = [cost.dataflow(index, p) for index in range(count) for p in dataflow_pes]
+    candidates = [
+        cost.dataflow(index, p, units) for index in range(count) for p in dataflow_pes for units in UNITS if units <= p
+    ]
     for p in sequential_pes:
         firsts = [0] if policy == SEQUENTIAL else range(count)
         for first in firsts:

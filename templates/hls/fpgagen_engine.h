@@ -1,14 +1,15 @@
-// fpgagen engine library: the building blocks of docs/engine.md as Vitis HLS C++ templates.
+// fpgagen engine library: the processes of docs/engine.md as Vitis HLS C++ templates, one per
+// block of the RTL library (templates/rtl/lib/fg_*.v), with the same items, words and entries.
 //
-// A design is a DATAFLOW region of stages linked by channels. A channel of B lanes is an array of
-// B lane streams plus one mask stream of B-bit words. Lane b carries the nonzero activations whose
-// index is b modulo B, in increasing order, the lane's final one of the vector marked `last`; a lane
-// without nonzero activations carries nothing. After a whole vector the producer writes its mask
-// (bit b: lane b holds items of that vector), and the consumer reads the mask first, then only the
-// lanes it names. Output j of a layer belongs to lane j mod P, at local address j div P. The
-// generated top function instantiates these templates with each layer's sizes (a `cfg` struct) and
-// its tables (const arrays in weights/*.h); nothing here is specific to a model. The arithmetic is
-// docs/numerics.md: exact integer sums, then a shift that rounds half up and a clamp.
+// A channel between stages is an array of `subs` sub-channel streams of items {end, index, value}:
+// the nonzero activations one producer group found, then one end item per vector. The generated
+// top function and stage functions are canonical DATAFLOW regions (UG1399): each process below is
+// called once per region, every stream has one producer and one consumer, and an array of streams
+// is only ever indexed by a constant (a literal, or the index of a fully unrolled loop). Every loop
+// of a process is `PIPELINE II=1`, or fully unrolled inside one. Nothing here is specific to a
+// model: sizes come from each stage's `cfg` (the engine plan), tables from weights/*.h. The
+// arithmetic is docs/numerics.md: exact integer sums, then bias (with the rounding term), an
+// arithmetic shift and a clamp.
 #ifndef FPGAGEN_ENGINE_H
 #define FPGAGEN_ENGINE_H
 
@@ -23,498 +24,774 @@ namespace fpgagen {
 // Activations travel as 16-bit values whatever the precision (activation widths are at most 16).
 typedef ap_int<16> act_t;
 
-// One entry of a lane: a nonzero activation and its index; `last` on the lane's final one of a vector.
+// An item of a sub-channel: a nonzero activation and its index, or (end) the end of a vector.
 template <int INDEX_BITS>
 struct item {
+    bool end;
     ap_uint<INDEX_BITS> index;
     act_t value;
-    bool last;
 };
 
 template <class Item>
-inline Item activation(unsigned index, act_t value, bool last = false) {
-    Item entry;
-    entry.index = index;
-    entry.value = value;
-    entry.last = last;
-    return entry;
+inline Item value_item(unsigned index, act_t value) {
+    Item made;
+    made.end = false;
+    made.index = index;
+    made.value = value;
+    return made;
+}
+
+template <class Item>
+inline Item end_item() {
+    Item made;
+    made.end = true;
+    made.index = 0;
+    made.value = 0;
+    return made;
+}
+
+// A word of G values for a serializer: {end, base, count, mask, values}. Value i has index
+// base * STRIDE + OFFSET + i; `mask` marks the nonzero ones, `count` how many there are.
+template <int G, int BASE_BITS, int COUNT_BITS>
+struct word {
+    bool end;
+    ap_uint<BASE_BITS> base;
+    ap_uint<COUNT_BITS> count;
+    ap_uint<G> mask;
+    act_t values[G];
+};
+
+template <class Word, int G>
+inline Word end_word() {
+#pragma HLS INLINE
+    Word made;
+    made.end = true;
+    made.base = 0;
+    made.count = 0;
+    made.mask = 0;
+    for (int i = 0; i < G; ++i) {
+#pragma HLS UNROLL
+        made.values[i] = 0;
+    }
+    return made;
+}
+
+// The group of G values starting at value `first` of `values`, as a word numbered `base`; a value
+// is kept when `exists` and nonzero.
+template <class Word, int G, int N>
+inline Word group_word(const act_t values[N], const bool exists[N], int first, unsigned base) {
+#pragma HLS INLINE
+    Word made;
+    made.end = false;
+    made.base = base;
+    ap_uint<G> mask = 0;
+    unsigned count = 0;
+    for (int i = 0; i < G; ++i) {
+#pragma HLS UNROLL
+        const act_t value = values[first + i];
+        const bool kept = exists[first + i] && value != 0;
+        mask = mask | (ap_uint<G>(kept ? 1 : 0) << i);
+        count += kept ? 1 : 0;
+        made.values[i] = value;
+    }
+    made.mask = mask;
+    made.count = count;
+    return made;
+}
+
+// An entry of a PE's FIFO: {end, local address, weight, activation} (the bank is the PIPO buffer).
+template <int LOCAL_BITS, int WEIGHT_BITS>
+struct entry {
+    bool end;
+    ap_uint<LOCAL_BITS> local;
+    ap_int<WEIGHT_BITS> weight;
+    act_t x;
+};
+
+// A looked-up row waiting for its beats: {end, start, beats, x}.
+template <int START_BITS, int COUNT_BITS>
+struct row {
+    bool end;
+    ap_uint<START_BITS> start;
+    ap_uint<COUNT_BITS> beats;
+    act_t x;
+};
+
+// One PE's slot of a weight beat: valid << (LB + WB) | local << WB | (weight & (2^WB - 1)). The
+// off-chip slots are the case WB = 16, LB = 15 in 32-bit words.
+template <int WB, int LB, class Word>
+inline void unpack(Word slot, bool& valid, ap_uint<LB>& local, ap_int<WB>& weight) {
+    weight = ap_uint<WB>(slot & ((Word(1) << WB) - 1));
+    local = static_cast<unsigned>((slot >> WB) & ((Word(1) << LB) - 1));
+    valid = ((slot >> (WB + LB)) & 1) != 0;
+}
+
+// The position of the lowest set bit of a nonzero mask (a tree of G comparisons, unrolled).
+template <int G>
+inline unsigned lowest(ap_uint<G> mask) {
+#pragma HLS INLINE
+    unsigned position = 0;
+    for (int i = G - 1; i >= 0; --i) {
+#pragma HLS UNROLL
+        if (((mask >> i) & 1) != 0) {
+            position = i;
+        }
+    }
+    return position;
+}
+
+// docs/numerics.md: y = clamp((acc + bias') >> shift, lo, hi), bias' holding the rounding term
+// 2^(shift-1); >> is arithmetic. The accumulator width is the layer's exact worst case.
+template <int ACC, class Bias>
+inline act_t requantize(ap_int<ACC> acc, Bias bias, unsigned shift, int lo, int hi) {
+#pragma HLS INLINE
+    const ap_int<ACC> total = acc + ap_int<ACC>(bias);
+    const ap_int<ACC> shifted = total >> shift;
+    return shifted < lo ? act_t(lo) : (shifted > hi ? act_t(hi) : act_t(shifted));
 }
 
 // ---------------------------------------------------------------------------------------------
-// The producer's side of a channel. A lane's item is only known to be its last when the next one
-// (or the end of the vector) comes, so each lane's newest item waits in `held` until then.
-
-template <int B, class Item>
-inline void clear_held(Item held[B], bool holding[B]) {
-    for (int b = 0; b < B; ++b) {
-#pragma HLS UNROLL
-        held[b] = activation<Item>(0, 0);
-        holding[b] = false;
-    }
-}
-
-// Lane b's next item: the one it displaces was not the lane's last.
-template <int B, class Item>
-inline void put(hls::stream<Item> (&lanes)[B], Item held[B], bool holding[B], int b, const Item& next) {
-#pragma HLS INLINE
-    if (holding[b]) {
-        lanes[b].write(held[b]);
-    }
-    held[b] = next;
-    holding[b] = true;
-}
-
-// The end of a vector: the held items are their lanes' last, then the mask of the lanes written.
-template <int B, class Item>
-inline void close_vector(hls::stream<Item> (&lanes)[B], hls::stream<ap_uint<B> >& mask, Item held[B], bool holding[B]) {
-#pragma HLS INLINE
-    ap_uint<B> written = 0;
-    for (int b = 0; b < B; ++b) {
-#pragma HLS UNROLL
-        if (holding[b]) {
-            Item closing = held[b];
-            closing.last = true;
-            lanes[b].write(closing);
-            written = written | (ap_uint<B>(1) << b);
-            holding[b] = false;
-        }
-    }
-    mask.write(written);
-}
-
-// The consumer's priority encoder: the lowest lane whose bit is set in a nonzero mask.
-template <int B>
-inline int lowest_lane(ap_uint<B> pending) {
-    int lane = 0;
-    for (int b = B - 1; b >= 0; --b) {
-#pragma HLS UNROLL
-        if (((pending >> b) & 1) != 0) {
-            lane = b;
-        }
-    }
-    return lane;
-}
-
-// The item type a drain holds back for its output: the output lanes' own, or none (an unused
-// placeholder) when it writes dense beats to the model's output stream.
-template <class... Out>
-struct drain_item {
-    typedef item<1> type;
-};
-template <class Item, int P, class Mask>
-struct drain_item<hls::stream<Item>[P], Mask> {
-    typedef Item type;
-};
-
-// A row of the weight layout to issue: `beats` beats from `start`, each multiplied by `x`.
-template <class Start, class Beats>
-struct row_task {
-    Start start;
-    Beats beats;
-    act_t x;
-    bool last;  // end of the vector's activations
-};
-
-// One lane's slot of a beat: valid << (LB + WB) | local << WB | (weight & (2^WB - 1)). The
-// off-chip words are the case WB = 16, LB = 15.
-template <int WB, int LB, class Word>
-inline void unpack(Word word, bool& valid, unsigned& local, ap_int<WB>& weight) {
-    weight = ap_uint<WB>(word & ((Word(1) << WB) - 1));
-    local = static_cast<unsigned>((word >> WB) & ((Word(1) << LB) - 1));
-    valid = ((word >> (WB + LB)) & 1) != 0;
-}
-
-// Accumulator writes still in flight, per lane: the read of a beat can come before the writes of
-// the few beats ahead of it have landed. Each lane keeps its last FORWARD writes (address and sum)
-// and a beat whose address matches one takes the newest such sum instead of the memory's. This
-// forwarding is what makes `DEPENDENCE inter false` on the accumulator true for a read-modify-write
-// pipeline of up to FORWARD cycles. Within one row a lane never repeats an address
-// (fpgagen.layout), so only the beats of neighbouring rows can collide.
-const int FORWARD = 3;
-
-template <int P, int ACC>
-inline void clear_history(unsigned address[FORWARD][P], ap_int<ACC> sum[FORWARD][P], bool valid[FORWARD][P]) {
-    for (int h = 0; h < FORWARD; ++h) {
-#pragma HLS UNROLL
-        for (int p = 0; p < P; ++p) {
-#pragma HLS UNROLL
-            address[h][p] = 0;
-            sum[h][p] = 0;
-            valid[h][p] = false;
-        }
-    }
-}
-
-// One beat: every lane with a valid slot adds x * w into its accumulator at the slot's address.
-template <int P, int ADDRESSES, int ACC, int WB, int LB, class Word>
-inline void multiply_accumulate(ap_int<ACC> acc[P][ADDRESSES], unsigned fwd_address[FORWARD][P],
-                                ap_int<ACC> fwd_sum[FORWARD][P], bool fwd_valid[FORWARD][P], const Word slots[P],
-                                act_t x) {
-#pragma HLS INLINE
-    for (int p = 0; p < P; ++p) {
-#pragma HLS UNROLL
-        bool valid;
-        unsigned local;
-        ap_int<WB> w = 0;
-        unpack<WB, LB>(slots[p], valid, local, w);
-        ap_int<ACC> old = acc[p][local];
-        for (int h = FORWARD - 1; h >= 0; --h) {  // the newest matching write (h = 0) wins
-#pragma HLS UNROLL
-            if (fwd_valid[h][p] && fwd_address[h][p] == local) {
-                old = fwd_sum[h][p];
+// Serializer (fg_serializer.v): one vector's words into items, one nonzero value per cycle, lowest
+// first; a word without nonzero values costs a cycle; the end word becomes the end item.
+template <int G, int STRIDE, int OFFSET, class Word, class Item>
+void serialize(hls::stream<Word>& words, hls::stream<Item>& items) {
+    Word held = end_word<Word, G>();
+    ap_uint<G> pending = 0;
+    for (bool done = false; !done;) {
+#pragma HLS PIPELINE II=1
+        if (pending == 0) {
+            held = words.read();
+            pending = held.mask;
+            if (held.end) {
+                items.write(end_item<Item>());
+                done = true;
             }
         }
-        const ap_int<ACC> sum = old + x * w;
-        if (valid) {
-            acc[p][local] = sum;
+        if (pending != 0) {
+            const unsigned position = lowest<G>(pending);
+            items.write(value_item<Item>(held.base.to_uint() * STRIDE + OFFSET + position, held.values[position]));
+            pending = pending & (pending - 1);  // the lowest set bit, this position's, goes
         }
-        for (int h = FORWARD - 1; h > 0; --h) {
-#pragma HLS UNROLL
-            fwd_address[h][p] = fwd_address[h - 1][p];
-            fwd_sum[h][p] = fwd_sum[h - 1][p];
-            fwd_valid[h][p] = fwd_valid[h - 1][p];
-        }
-        fwd_address[0][p] = local;
-        fwd_sum[0][p] = sum;
-        fwd_valid[0][p] = valid;
     }
-}
-
-// docs/numerics.md: y = clamp((acc + bias + 2^(s-1)) >> s, lo, hi); >> is arithmetic, so the
-// shift rounds half up. The accumulator width is the layer's exact worst case: nothing overflows.
-template <int ACC, class Bias>
-inline act_t requantize(ap_int<ACC> acc, Bias bias, int shift, int lo, int hi) {
-    ap_int<ACC> total = acc + bias;
-    if (shift > 0) {
-        total = (total + (ap_int<ACC>(1) << (shift - 1))) >> shift;
-    }
-    return total < lo ? act_t(lo) : (total > hi ? act_t(hi) : act_t(total));
 }
 
 // ---------------------------------------------------------------------------------------------
-// Where a drain goes, given as the trailing arguments `out...` of the functions below: the next
-// stage's channel (lanes, mask: nonzero outputs only, each lane's newest held back in `held`), or
-// the model's output stream (dense: one beat of P values per local address, TLAST on the last).
-
-template <int P, class Item>
-inline void emit(Item held[P], bool holding[P], const act_t y[P], unsigned address, unsigned /* addresses */, unsigned n_out,
-                 hls::stream<Item> (&lanes)[P], hls::stream<ap_uint<P> >& /* mask: written at the end */) {
-#pragma HLS INLINE
-    for (int p = 0; p < P; ++p) {
-#pragma HLS UNROLL
-        const unsigned j = address * P + p;
-        if (y[p] != 0 && j < n_out) {
-            put<P>(lanes, held, holding, p, activation<Item>(j, y[p]));
-        }
-    }
-}
-
-template <int P, class Item>
-inline void finish(Item held[P], bool holding[P], hls::stream<Item> (&lanes)[P], hls::stream<ap_uint<P> >& mask) {
-#pragma HLS INLINE
-    close_vector<P>(lanes, mask, held, holding);
-}
-
-template <int P, class Item, class Beat>
-inline void emit(Item* /* held: a dense output writes every value at once */, bool* /* holding */, const act_t y[P],
-                 unsigned address, unsigned addresses, unsigned /* n_out */, hls::stream<Beat>& out) {
-#pragma HLS INLINE
-    Beat beat;
-    for (int p = 0; p < P; ++p) {
-#pragma HLS UNROLL
-        beat.data.range(16 * p + 15, 16 * p) = y[p];
-    }
-    beat.keep = -1;
-    beat.strb = -1;
-    beat.last = address + 1 == addresses ? 1 : 0;
-    out.write(beat);
-}
-
-template <int P, class Item, class Beat>
-inline void finish(Item* /* held */, bool* /* holding */, hls::stream<Beat>& /* out: TLAST has ended the vector */) {}
-
-// Drain one local address of a bank in all PEs: requantize, clear, and emit the outputs.
-template <int P, int ADDRESSES, int ACC, class Bias, class Item, class... Out>
-inline void drain_address(ap_int<ACC> acc[P][ADDRESSES], const Bias bias[P][ADDRESSES], unsigned address, unsigned n_out, int shift,
-                          int lo, int hi, Item held[P], bool holding[P], Out&... out) {
-    act_t y[P];
-#pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
-    for (int p = 0; p < P; ++p) {
-#pragma HLS UNROLL
-        const bool exists = address * P + p < n_out;
-        y[p] = exists ? requantize<ACC>(acc[p][address], bias[p][address], shift, lo, hi) : act_t(0);
-        acc[p][address] = 0;
-    }
-    emit<P>(held, holding, y, address, ADDRESSES, n_out, out...);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Input reader: ceil(N/K) AXI4-Stream beats of K 16-bit values per vector (x[t*K + k] in bits
-// 16k+15..16k of beat t); nonzero values go to lane k, then the vector's mask.
-
-template <int K, int N, class Item, class Beat>
-void read_input(hls::stream<Beat>& x_in, hls::stream<Item> (&lanes)[K], hls::stream<ap_uint<K> >& mask, int batch) {
-    Item held[K];
-    bool holding[K];
-#pragma HLS ARRAY_PARTITION variable=held type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=holding type=complete dim=1
-    clear_held<K>(held, holding);
-    for (int v = 0; v < batch; ++v) {
-        for (int t = 0; t < (N + K - 1) / K; ++t) {
+// Input reader (fg_reader.v): one vector's AXI4-Stream beats of LANES values (x[t*LANES + k] in
+// bits 16k+15..16k of beat t); group s (values s*G .. s*G+G-1) of each beat becomes a word for
+// sub-channel s's serializer; after the last beat, an end word on each.
+template <int LANES, int S, int N_IN, class Beat, class Word>
+void read_beats(hls::stream<Beat>& x_in, hls::stream<Word> (&words)[S]) {
+    const int BEATS = (N_IN + LANES - 1) / LANES;
+    const int G = LANES / S;
+    for (int t = 0; t <= BEATS; ++t) {
 #pragma HLS PIPELINE II=1
-            const Beat beat = x_in.read();
-            for (int k = 0; k < K; ++k) {
+        if (t == BEATS) {
+            for (int s = 0; s < S; ++s) {
 #pragma HLS UNROLL
-                const act_t x = beat.data.range(16 * k + 15, 16 * k);
-                if (x != 0 && t * K + k < N) {
-                    put<K>(lanes, held, holding, k, activation<Item>(t * K + k, x));
+                words[s].write(end_word<Word, G>());
+            }
+        } else {
+            const Beat beat = x_in.read();
+            act_t values[LANES];
+            bool exists[LANES];
+#pragma HLS ARRAY_PARTITION variable=values type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
+            for (int k = 0; k < LANES; ++k) {
+#pragma HLS UNROLL
+                values[k] = beat.data.range(16 * k + 15, 16 * k);
+                exists[k] = t * LANES + k < N_IN;
+            }
+            for (int s = 0; s < S; ++s) {
+#pragma HLS UNROLL
+                words[s].write(group_word<Word, G, LANES>(values, exists, s * G, t));
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Merger (fg_merger.v): one vector's items of S sub-channels dealt to K issue units, round robin
+// by arrival. Each sub-channel's head waits in a register until a unit takes it (at most K
+// activations a cycle); the vector ends when every sub-channel has delivered its end item, and
+// every unit then gets one.
+template <int S, int K, class Item, class Dealt>
+void merge(hls::stream<Item> (&in)[S], hls::stream<Dealt> (&units)[K]) {
+    Item head[S];
+    bool held[S];
+    bool ended[S];
+#pragma HLS ARRAY_PARTITION variable=head type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=held type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=ended type=complete dim=1
+    // fpgagen: not hot: once per vector, every sub-channel at once (unrolled)
+    for (int s = 0; s < S; ++s) {
+#pragma HLS UNROLL
+        head[s] = end_item<Item>();
+        held[s] = false;
+        ended[s] = false;
+    }
+    unsigned next = 0;  // the unit that gets the next activation
+    for (bool done = false; !done;) {
+#pragma HLS PIPELINE II=1
+        bool all_ended = true;
+        unsigned taken = 0;
+        bool take[S];
+        unsigned unit[S];
+#pragma HLS ARRAY_PARTITION variable=take type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=unit type=complete dim=1
+        for (int s = 0; s < S; ++s) {
+#pragma HLS UNROLL
+            if (!held[s] && !ended[s]) {
+                held[s] = in[s].read_nb(head[s]);
+            }
+            if (held[s] && head[s].end) {
+                ended[s] = true;
+                held[s] = false;
+            }
+            take[s] = held[s] && taken < unsigned(K);
+            unit[s] = (next + taken) % K;
+            if (take[s]) {
+                held[s] = false;
+                ++taken;
+            }
+            all_ended = all_ended && ended[s];
+        }
+        for (int u = 0; u < K; ++u) {
+#pragma HLS UNROLL
+            bool dealt = false;
+            Dealt to_unit = end_item<Dealt>();
+            for (int s = 0; s < S; ++s) {
+#pragma HLS UNROLL
+                if (take[s] && unit[s] == unsigned(u)) {
+                    to_unit = value_item<Dealt>(head[s].index.to_uint(), head[s].value);
+                    dealt = true;
                 }
             }
+            if (dealt || all_ended) {
+                units[u].write(to_unit);
+            }
         }
-        close_vector<K>(lanes, mask, held, holding);
+        next = (next + taken) % K;
+        done = all_ended;
     }
 }
 
 // ---------------------------------------------------------------------------------------------
-// Dataflow stage: one layer on its own P PEs, weights in on-chip ROM. Two processes: the row
-// reader turns activations into row tasks (the row table lookup), the compute-and-drain process
-// issues the beats into one accumulator bank while it drains the other (the banks swap every
-// vector, so a stage's interval is max(compute, drain), docs/engine.md).
-
-// Per vector: the mask, then every item of the lanes it names, lowest lane first, then the
-// end-of-vector task.
-template <class Cfg, class Item>
-void read_rows(hls::stream<Item> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
-               hls::stream<typename Cfg::task_t>& tasks, int batch, const typename Cfg::start_t row_start[Cfg::N_IN],
-               const typename Cfg::beats_t row_beats[Cfg::N_IN]) {
-    typedef typename Cfg::task_t task_t;
-    for (int v = 0; v < batch; ++v) {
-        ap_uint<Cfg::IN_LANES> pending = in_mask.read();
-        while (pending != 0) {
+// Dataflow stage: an issue unit (fg_unit.v) is two processes. The lookup turns activations into
+// rows (the row table); rows without beats cost nothing further. The issue sends a row's beats,
+// one a cycle: each valid slot becomes an entry in its PE's FIFO; the end item an end entry at
+// every PE.
+template <class Cfg>
+void lookup(hls::stream<typename Cfg::unit_item_t>& items, hls::stream<typename Cfg::row_t>& rows) {
+    for (bool done = false; !done;) {
 #pragma HLS PIPELINE II=1
-            const Item entry = in[lowest_lane<Cfg::IN_LANES>(pending)].read();
-            if (entry.last) {
-                pending = pending & (pending - 1);  // the lowest set bit, this lane's, goes
-            }
-            const unsigned i = entry.index.to_uint();
-            task_t task;
-            task.start = row_start[i];
-            task.beats = row_beats[i];
-            task.x = entry.value;
-            task.last = false;
-            tasks.write(task);
+        const typename Cfg::unit_item_t next = items.read();
+        typename Cfg::row_t found;
+        found.end = next.end;
+        found.start = Cfg::row_start[next.index];
+        found.beats = Cfg::row_beats[next.index];
+        found.x = next.value;
+        if (next.end || found.beats != 0) {
+            rows.write(found);
         }
-        task_t done;
-        done.start = 0;
-        done.beats = 0;
-        done.x = 0;
-        done.last = true;
-        tasks.write(done);
+        done = next.end;
     }
 }
 
-// One vector's worth of the compute-and-drain loop: one beat (or one task) and one drain address
-// per iteration. `fill` receives this vector's sums, `empty` holds the previous vector's.
-template <class Cfg, class... Out>
-void compute_and_drain(hls::stream<typename Cfg::task_t>& tasks, bool computing, bool draining,
-                       ap_int<Cfg::ACC_BITS> fill[Cfg::PES][Cfg::ADDRESSES], ap_int<Cfg::ACC_BITS> empty[Cfg::PES][Cfg::ADDRESSES],
-                       const typename Cfg::word_t rom[Cfg::BEATS][Cfg::PES],
-                       const typename Cfg::bias_t bias[Cfg::PES][Cfg::ADDRESSES], Out&... out) {
-#pragma HLS INLINE
-    const int P = Cfg::PES;
-    typename drain_item<Out...>::type held[P];
-    bool holding[P];
-#pragma HLS ARRAY_PARTITION variable=held type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=holding type=complete dim=1
-    clear_held<P>(held, holding);
-    unsigned fwd_address[FORWARD][P];
-    ap_int<Cfg::ACC_BITS> fwd_sum[FORWARD][P];
-    bool fwd_valid[FORWARD][P];
-#pragma HLS ARRAY_PARTITION variable=fwd_address type=complete dim=0
-#pragma HLS ARRAY_PARTITION variable=fwd_sum type=complete dim=0
-#pragma HLS ARRAY_PARTITION variable=fwd_valid type=complete dim=0
-    clear_history<P>(fwd_address, fwd_sum, fwd_valid);
-    bool compute_done = !computing;
-    unsigned beat = 0, beats_left = 0;
+template <class Cfg>
+void issue(hls::stream<typename Cfg::row_t>& rows, hls::stream<typename Cfg::entry_t> (&entries)[Cfg::PES]) {
+    typedef typename Cfg::entry_t entry_t;
+    unsigned beat = 0, left = 0;
     act_t x = 0;
-    bool drain_done = !draining;
-    unsigned address = 0;
-    while (!compute_done || !drain_done) {
+    for (bool done = false; !done;) {
 #pragma HLS PIPELINE II=1
-#pragma HLS DEPENDENCE variable=fill type=inter direction=RAW dependent=false
-        if (!compute_done) {
-            if (beats_left == 0) {
-                const typename Cfg::task_t task = tasks.read();
-                compute_done = task.last;
-                beat = task.start;
-                beats_left = task.beats;
-                x = task.x;
-            }
-            if (beats_left != 0) {
-                multiply_accumulate<P, Cfg::ADDRESSES, Cfg::ACC_BITS, Cfg::WEIGHT_BITS, Cfg::LOCAL_BITS>(
-                    fill, fwd_address, fwd_sum, fwd_valid, rom[beat], x);
-                ++beat;
-                --beats_left;
-            }
+        if (left == 0) {
+            const typename Cfg::row_t next = rows.read();
+            beat = next.start;
+            left = next.beats;
+            x = next.x;
+            done = next.end;
         }
-        if (!drain_done) {
-            if (address < unsigned(Cfg::ADDRESSES)) {
-                drain_address<P, Cfg::ADDRESSES, Cfg::ACC_BITS>(empty, bias, address, Cfg::N_OUT, Cfg::SHIFT, Cfg::LO, Cfg::HI,
-                                                            held, holding, out...);
-                ++address;
-            } else {
-                finish<P>(held, holding, out...);
-                drain_done = true;
+        if (done) {
+            for (int p = 0; p < Cfg::PES; ++p) {
+#pragma HLS UNROLL
+                entry_t closing;
+                closing.end = true;
+                closing.local = 0;
+                closing.weight = 0;
+                closing.x = 0;
+                entries[p].write(closing);
             }
-        }
-    }
-}
-
-template <class Cfg, class... Out>
-void compute_and_drain_batch(hls::stream<typename Cfg::task_t>& tasks, int batch,
-                             const typename Cfg::word_t rom[Cfg::BEATS][Cfg::PES],
-                             const typename Cfg::bias_t bias[Cfg::PES][Cfg::ADDRESSES], Out&... out) {
-    // Zero at configuration; every drain clears what it reads, so they stay zero between vectors.
-    static ap_int<Cfg::ACC_BITS> bank0[Cfg::PES][Cfg::ADDRESSES];
-    static ap_int<Cfg::ACC_BITS> bank1[Cfg::PES][Cfg::ADDRESSES];
-#pragma HLS ARRAY_PARTITION variable=bank0 type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=bank1 type=complete dim=1
-    for (int v = 0; v <= batch; ++v) {
-        if (v % 2 == 0) {
-            compute_and_drain<Cfg>(tasks, v < batch, v > 0, bank0, bank1, rom, bias, out...);
         } else {
-            compute_and_drain<Cfg>(tasks, v < batch, v > 0, bank1, bank0, rom, bias, out...);
+            for (int p = 0; p < Cfg::PES; ++p) {
+#pragma HLS UNROLL
+                entry_t slot;
+                bool valid;
+                unpack<Cfg::WEIGHT_BITS, Cfg::LOCAL_BITS>(Cfg::rom[beat][p], valid, slot.local, slot.weight);
+                slot.end = false;
+                slot.x = x;
+                if (valid) {
+                    entries[p].write(slot);
+                }
+            }
+            ++beat;
+            --left;
         }
     }
 }
 
-// `out...`: the next stage's lanes and mask, or the model's output stream.
-template <class Cfg, class Item, class... Out>
-void dataflow_layer(hls::stream<Item> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
-                    int batch, const typename Cfg::start_t row_start[Cfg::N_IN],
-                    const typename Cfg::beats_t row_beats[Cfg::N_IN],
-                    const typename Cfg::word_t rom[Cfg::BEATS][Cfg::PES],
-                    const typename Cfg::bias_t bias[Cfg::PES][Cfg::ADDRESSES], Out&... out) {
-#pragma HLS DATAFLOW
-    hls::stream<typename Cfg::task_t> tasks("tasks");
-#pragma HLS STREAM variable=tasks depth=Cfg::TASK_DEPTH
-    read_rows<Cfg>(in, in_mask, tasks, batch, row_start, row_beats);
-    compute_and_drain_batch<Cfg>(tasks, batch, rom, bias, out...);
+// Accumulator writes still in flight, per PE: the read of an entry can come before the writes of
+// the few entries ahead of it have landed, so each PE keeps its last FORWARD writes (address, sum)
+// and an entry whose address matches one takes the newest such sum (fg_pe.v's forwarding). This is
+// what makes `DEPENDENCE inter false` on the accumulators true for a read-modify-write pipeline of
+// up to FORWARD cycles.
+const int FORWARD = 3;
+
+template <int ACC, int LB>
+struct history {
+    ap_uint<LB> address[FORWARD];
+    ap_int<ACC> sum[FORWARD];
+    bool valid[FORWARD];
+};
+
+template <int ACC, int LB>
+inline void clear_history(history<ACC, LB>& h) {
+#pragma HLS INLINE
+    for (int i = 0; i < FORWARD; ++i) {
+#pragma HLS UNROLL
+        h.address[i] = 0;
+        h.sum[i] = 0;
+        h.valid[i] = false;
+    }
+}
+
+// acc[local] += x * w, reading through the history; products wider than the accumulator wrap,
+// which is exact because the true sum fits (docs/numerics.md).
+template <int ADDRESSES, int ACC, int LB, int WB>
+inline void accumulate(ap_int<ACC> acc[ADDRESSES], history<ACC, LB>& h, bool valid, ap_uint<LB> local,
+                       ap_int<WB> weight, act_t x) {
+#pragma HLS INLINE
+    ap_int<ACC> old = acc[local];
+    for (int i = FORWARD - 1; i >= 0; --i) {  // the newest matching write (i = 0) wins
+#pragma HLS UNROLL
+        if (h.valid[i] && h.address[i] == local) {
+            old = h.sum[i];
+        }
+    }
+    const ap_int<ACC> sum = old + ap_int<ACC>(x * weight);
+    if (valid) {
+        acc[local] = sum;
+    }
+    for (int i = FORWARD - 1; i > 0; --i) {
+#pragma HLS UNROLL
+        h.address[i] = h.address[i - 1];
+        h.sum[i] = h.sum[i - 1];
+        h.valid[i] = h.valid[i - 1];
+    }
+    h.address[0] = local;
+    h.sum[0] = sum;
+    h.valid[0] = valid;
+}
+
+// Every PE clears its bank of this vector first: nothing a call left behind, finished or not,
+// reaches a sum (a reset in the middle of a batch leaves no partial sums).
+template <class Cfg>
+void clear_banks(typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES]) {
+    for (int a = 0; a < Cfg::ADDRESSES; ++a) {
+#pragma HLS PIPELINE II=1
+        for (int p = 0; p < Cfg::PES; ++p) {
+#pragma HLS UNROLL
+            acc[p][a] = 0;
+        }
+    }
+}
+
+// The PEs (fg_pe.v): each takes one entry a cycle from the first of its K FIFOs that has one, at
+// its own pace, and adds x * w into its bank; the vector is whole when every PE has had K end
+// entries. `acc` is this vector's bank: a PIPO buffer, so the drain of one vector overlaps the
+// compute of the next (the RTL's two banks).
+template <class Cfg>
+void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
+         typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES]) {
+    typedef typename Cfg::entry_t entry_t;
+    clear_banks<Cfg>(acc);
+    history<Cfg::ACC_BITS, Cfg::LOCAL_BITS> h[Cfg::PES];
+    unsigned ends[Cfg::PES];
+#pragma HLS ARRAY_PARTITION variable=h type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=ends type=complete dim=1
+    // fpgagen: not hot: once per vector, every PE at once (unrolled)
+    for (int p = 0; p < Cfg::PES; ++p) {
+#pragma HLS UNROLL
+        clear_history(h[p]);
+        ends[p] = 0;
+    }
+    for (bool done = false; !done;) {
+#pragma HLS PIPELINE II=1
+#pragma HLS DEPENDENCE variable=acc type=inter direction=RAW dependent=false
+        bool whole = true;
+        for (int p = 0; p < Cfg::PES; ++p) {
+#pragma HLS UNROLL
+            entry_t next;
+            next.end = false;
+            next.local = 0;
+            next.weight = 0;
+            next.x = 0;
+            bool got = false;
+            for (int u = 0; u < Cfg::UNITS; ++u) {
+#pragma HLS UNROLL
+                if (!got && ends[p] < unsigned(Cfg::UNITS)) {
+                    got = entries[u][p].read_nb(next);
+                }
+            }
+            if (got && next.end) {
+                ++ends[p];
+            }
+            accumulate<Cfg::ADDRESSES>(acc[p], h[p], got && !next.end, next.local, next.weight, next.x);
+            whole = whole && ends[p] == unsigned(Cfg::UNITS);
+        }
+        done = whole;
+    }
+}
+
+// The drain (fg_stage.v): one local address of every PE a cycle, bias and requantization, the
+// outputs that exist (all but past N_OUT at the last address) into the groups' words, then an end
+// word per group.
+template <class Cfg>
+void drain_words(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES],
+                 hls::stream<typename Cfg::word_t> (&words)[Cfg::UNITS]) {
+    const int P = Cfg::PES, G = Cfg::GROUP;
+    for (int a = 0; a <= Cfg::ADDRESSES; ++a) {
+#pragma HLS PIPELINE II=1
+        if (a == Cfg::ADDRESSES) {
+            for (int c = 0; c < Cfg::UNITS; ++c) {
+#pragma HLS UNROLL
+                words[c].write(end_word<typename Cfg::word_t, G>());
+            }
+        } else {
+            act_t y[P];
+            bool exists[P];
+#pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
+            for (int p = 0; p < P; ++p) {
+#pragma HLS UNROLL
+                exists[p] = a * P + p < Cfg::N_OUT;
+                y[p] = requantize<Cfg::ACC_BITS>(acc[p][a], Cfg::bias[a][p], Cfg::SHIFT, Cfg::LO, Cfg::HI);
+            }
+            for (int c = 0; c < Cfg::UNITS; ++c) {
+#pragma HLS UNROLL
+                words[c].write(group_word<typename Cfg::word_t, G, P>(y, exists, c * G, a));
+            }
+        }
+    }
+}
+
+// The model's last layer drains dense beats of P values, zeros past N_OUT, TLAST on the last.
+template <class Cfg, class Beat>
+void drain_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], hls::stream<Beat>& out) {
+    const int P = Cfg::PES;
+    for (int a = 0; a < Cfg::ADDRESSES; ++a) {
+#pragma HLS PIPELINE II=1
+        Beat beat;
+        for (int p = 0; p < P; ++p) {
+#pragma HLS UNROLL
+            const act_t y = requantize<Cfg::ACC_BITS>(acc[p][a], Cfg::bias[a][p], Cfg::SHIFT, Cfg::LO, Cfg::HI);
+            beat.data.range(16 * p + 15, 16 * p) = a * P + p < Cfg::N_OUT ? y : act_t(0);
+        }
+        beat.keep = -1;
+        beat.strb = -1;
+        beat.last = a == Cfg::ADDRESSES - 1 ? 1 : 0;
+        out.write(beat);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
-// Sequential stage: a run of layers on one shared engine of P PEs. Row tables, biases and the
-// per-layer parameters stay on chip; weight beats stream from off-chip memory through an AXI4
-// master, one burst per row with beats. Each vector goes through the layers one after another:
-// the stage's input channel feeds the first, loop-back lanes the others, and the last drains to
-// the stage's output (the next stage's lanes, or the model's output stream).
+// Sequential stage (fg_seq_stage.v): one engine of P PEs runs the stage's layers, a pass per layer,
+// weight rows read from off chip. A pass is a DATAFLOW region of source -> row requests -> AXI
+// reads -> MACs; the drain follows it (its outputs are the next pass's input, through the
+// loop-back stream: inside one region that would be a feedback edge, which DATAFLOW forbids).
 
-// Where one layer's tables and weights are, and how it requantizes.
+// Where one layer's tables and weights are, and how it requantizes (the RTL's descriptor).
 struct seq_layer {
-    unsigned rows;  // first entry of the layer in the stage's row tables
-    unsigned bias;  // first local address of the layer in the stage's bias table
-    unsigned base;  // first beat of the layer in the off-chip image (4 KB aligned)
     unsigned n_out;
     unsigned addresses;  // ceil(n_out / P): local addresses per PE
-    int shift;
+    unsigned rows;       // first entry of the layer in the stage's row table
+    unsigned bias;       // first local address of the layer in the stage's bias table
+    unsigned base;       // first beat of the layer in the off-chip image (4 KB aligned)
+    unsigned shift;
     int lo;
     int hi;
 };
 
-// Compute one layer of a sequential stage from a channel of `B` lanes into the accumulator.
-template <class Cfg, int B, class Item>
-void seq_compute(hls::stream<Item> (&in)[B], hls::stream<ap_uint<B> >& in_mask,
-                 ap_int<Cfg::ACC_BITS> acc[Cfg::PES][Cfg::ADDRESSES], const typename Cfg::beat_t* weights,
-                 const seq_layer& layer, const typename Cfg::start_t row_start[Cfg::ROWS],
-                 const typename Cfg::beats_t row_beats[Cfg::ROWS]) {
-    const int P = Cfg::PES;
-    unsigned fwd_address[FORWARD][P];
-    ap_int<Cfg::ACC_BITS> fwd_sum[FORWARD][P];
-    bool fwd_valid[FORWARD][P];
-#pragma HLS ARRAY_PARTITION variable=fwd_address type=complete dim=0
-#pragma HLS ARRAY_PARTITION variable=fwd_sum type=complete dim=0
-#pragma HLS ARRAY_PARTITION variable=fwd_valid type=complete dim=0
-    clear_history<P>(fwd_address, fwd_sum, fwd_valid);
-    ap_uint<B> pending = in_mask.read();
-    while (pending != 0) {
-        const Item entry = in[lowest_lane<B>(pending)].read();
-        if (entry.last) {
-            pending = pending & (pending - 1);
+// A row read {end, first beat, beats}, and the activation that waits for its beats.
+template <int COUNT_BITS>
+struct request {
+    bool end;
+    unsigned beat;
+    ap_uint<COUNT_BITS> beats;
+};
+
+template <int COUNT_BITS>
+struct waiting {
+    bool end;
+    ap_uint<COUNT_BITS> beats;
+    act_t x;
+};
+
+// The pass's activations: the input channel's S sub-channels (merged) for the first layer, the
+// loop-back items after.
+template <class Cfg, class Item>
+void seq_source(hls::stream<Item> (&in)[Cfg::IN_SUBS], hls::stream<typename Cfg::loop_item_t>& loop,
+                hls::stream<typename Cfg::pass_item_t> (&items)[1], bool first) {
+    if (first) {
+        merge<Cfg::IN_SUBS, 1>(in, items);
+    } else {
+        for (bool done = false; !done;) {
+#pragma HLS PIPELINE II=1
+            const typename Cfg::loop_item_t next = loop.read();
+            items[0].write(next.end ? end_item<typename Cfg::pass_item_t>()
+                                    : value_item<typename Cfg::pass_item_t>(next.index.to_uint(), next.value));
+            done = next.end;
         }
-        const unsigned row = layer.rows + entry.index.to_uint();
-        const unsigned start = row_start[row];
-        const unsigned beats = row_beats[row];
-        // One AXI4 INCR burst per row: consecutive beats from the layer's base.
-        const typename Cfg::beat_t* burst = weights + layer.base + start;
-        const int SLOT = 1 + Cfg::SLOT_LOCAL_BITS + Cfg::SLOT_WEIGHT_BITS;
-        for (unsigned t = 0; t < beats; ++t) {
+    }
+}
+
+// Row lookup: a row with beats becomes a read request and a waiting activation.
+template <class Cfg>
+void seq_requests(hls::stream<typename Cfg::pass_item_t> (&items)[1], hls::stream<typename Cfg::request_t>& requests,
+                  hls::stream<typename Cfg::waiting_t>& waits, const seq_layer& layer) {
+    for (bool done = false; !done;) {
+#pragma HLS PIPELINE II=1
+        const typename Cfg::pass_item_t next = items[0].read();
+        const unsigned at = layer.rows + next.index.to_uint();
+        typename Cfg::request_t read;
+        read.end = next.end;
+        read.beat = layer.base + Cfg::row_start[at];
+        read.beats = Cfg::row_beats[at];
+        typename Cfg::waiting_t wait;
+        wait.end = next.end;
+        wait.beats = read.beats;
+        wait.x = next.value;
+        if (next.end || read.beats != 0) {
+            requests.write(read);
+            waits.write(wait);
+        }
+        done = next.end;
+    }
+}
+
+// AXI reads: every requested beat, in order, one a cycle. The address of a row's beats counts up
+// by one, so Vitis makes bursts of a row's beats, and the loop never waits for a read's data
+// before the next one (num_read_outstanding on the port).
+template <class Cfg>
+void seq_read(hls::stream<typename Cfg::request_t>& requests, const typename Cfg::beat_t* weights,
+              hls::stream<typename Cfg::beat_t>& beats) {
+    unsigned beat = 0, left = 0;
+    for (bool done = false; !done;) {
+#pragma HLS PIPELINE II=1
+        if (left == 0) {
+            const typename Cfg::request_t next = requests.read();
+            beat = next.beat;
+            left = next.beats;
+            done = next.end;
+        }
+        if (!done) {
+            beats.write(weights[beat]);
+            ++beat;
+            --left;
+        }
+    }
+}
+
+// MACs: each beat meets its row's activation; every valid slot adds into its PE's bank.
+template <class Cfg>
+void seq_mac(hls::stream<typename Cfg::waiting_t>& waits, hls::stream<typename Cfg::beat_t>& beats,
+             typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES]) {
+    const int SLOT = 1 + Cfg::SLOT_LOCAL_BITS + Cfg::SLOT_WEIGHT_BITS;
+    clear_banks<Cfg>(acc);
+    history<Cfg::ACC_BITS, Cfg::LOCAL_BITS> h[Cfg::PES];
+#pragma HLS ARRAY_PARTITION variable=h type=complete dim=0
+    // fpgagen: not hot: once per pass, every PE at once (unrolled)
+    for (int p = 0; p < Cfg::PES; ++p) {
+#pragma HLS UNROLL
+        clear_history(h[p]);
+    }
+    unsigned left = 0;
+    act_t x = 0;
+    for (bool done = false; !done;) {
 #pragma HLS PIPELINE II=1
 #pragma HLS DEPENDENCE variable=acc type=inter direction=RAW dependent=false
-            const typename Cfg::beat_t beat = burst[t];
-            uint32_t slots[P];
-#pragma HLS ARRAY_PARTITION variable=slots type=complete dim=1
-            for (int p = 0; p < P; ++p) {
+        if (left == 0) {
+            const typename Cfg::waiting_t next = waits.read();
+            left = next.beats;
+            x = next.x;
+            done = next.end;
+        }
+        if (!done) {
+            const typename Cfg::beat_t beat = beats.read();
+            for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
-                slots[p] = beat.range(SLOT * p + SLOT - 1, SLOT * p).to_uint();
+                bool valid;
+                ap_uint<Cfg::SLOT_LOCAL_BITS> local;
+                ap_int<Cfg::SLOT_WEIGHT_BITS> weight;
+                unpack<Cfg::SLOT_WEIGHT_BITS, Cfg::SLOT_LOCAL_BITS>(beat.range(SLOT * p + SLOT - 1, SLOT * p).to_uint(),
+                                                                    valid, local, weight);
+                accumulate<Cfg::ADDRESSES>(acc[p], h[p], valid, ap_uint<Cfg::LOCAL_BITS>(local), weight, x);
             }
-            multiply_accumulate<P, Cfg::ADDRESSES, Cfg::ACC_BITS, Cfg::SLOT_WEIGHT_BITS, Cfg::SLOT_LOCAL_BITS>(
-                acc, fwd_address, fwd_sum, fwd_valid, slots, entry.value);
+            --left;
         }
     }
 }
 
-template <class Cfg, class... Out>
-void seq_drain(ap_int<Cfg::ACC_BITS> acc[Cfg::PES][Cfg::ADDRESSES], const typename Cfg::bias_t bias[Cfg::PES][Cfg::BIAS_ROWS],
-               const seq_layer& layer, Out&... out) {
-    typename drain_item<Out...>::type held[Cfg::PES];
-    bool holding[Cfg::PES];
-#pragma HLS ARRAY_PARTITION variable=held type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=holding type=complete dim=1
-    clear_held<Cfg::PES>(held, holding);
-    for (unsigned a = 0; a < layer.addresses; ++a) {
+// One pass's compute: a DATAFLOW region of the four processes above.
+template <class Cfg, class Item>
+void seq_compute(hls::stream<Item> (&in)[Cfg::IN_SUBS], hls::stream<typename Cfg::loop_item_t>& loop,
+                 const typename Cfg::beat_t* weights, const seq_layer& layer, bool first,
+                 typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES]) {
+#pragma HLS DATAFLOW
+    hls::stream<typename Cfg::pass_item_t> items[1];
+    hls::stream<typename Cfg::request_t> requests;
+    hls::stream<typename Cfg::waiting_t> waits;
+    hls::stream<typename Cfg::beat_t> beats;
+#pragma HLS STREAM variable=items depth=Cfg::ITEM_DEPTH
+#pragma HLS STREAM variable=requests depth=Cfg::REQUEST_DEPTH
+#pragma HLS STREAM variable=waits depth=Cfg::WAITING_DEPTH
+#pragma HLS STREAM variable=beats depth=Cfg::BEAT_DEPTH
+    seq_source<Cfg>(in, loop, items, first);
+    seq_requests<Cfg>(items, requests, waits, layer);
+    seq_read<Cfg>(requests, weights, beats);
+    seq_mac<Cfg>(waits, beats, acc);
+}
+
+// The outputs of local address `a` of a pass: the layer's bias and requantization, and which exist.
+template <class Cfg>
+inline void seq_outputs(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const seq_layer& layer, unsigned a,
+                        act_t y[Cfg::PES], bool exists[Cfg::PES]) {
+#pragma HLS INLINE
+    for (int p = 0; p < Cfg::PES; ++p) {
+#pragma HLS UNROLL
+        exists[p] = a * Cfg::PES + p < layer.n_out;
+        y[p] = requantize<Cfg::ACC_BITS>(acc[p][a], Cfg::bias[layer.bias + a][p], layer.shift, layer.lo, layer.hi);
+    }
+}
+
+// The drain of a pass: one local address of every PE a cycle, a word of its P outputs for the
+// serializer; after the last address, an end word (the end of the pass).
+template <class Cfg>
+void seq_drain(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const seq_layer& layer,
+               hls::stream<typename Cfg::word_t>& words) {
+    for (unsigned a = 0; a <= layer.addresses; ++a) {
 #pragma HLS PIPELINE II=1
-        act_t y[Cfg::PES];
+        if (a == layer.addresses) {
+            words.write(end_word<typename Cfg::word_t, Cfg::PES>());
+        } else {
+            act_t y[Cfg::PES];
+            bool exists[Cfg::PES];
 #pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
-        for (int p = 0; p < Cfg::PES; ++p) {
-#pragma HLS UNROLL
-            const bool exists = a * Cfg::PES + p < layer.n_out;
-            y[p] = exists ? requantize<Cfg::ACC_BITS>(acc[p][a], bias[p][layer.bias + a], layer.shift, layer.lo, layer.hi)
-                          : act_t(0);
-            acc[p][a] = 0;
+#pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
+            seq_outputs<Cfg>(acc, layer, a, y, exists);
+            words.write(group_word<typename Cfg::word_t, Cfg::PES, Cfg::PES>(y, exists, 0, a));
         }
-        emit<Cfg::PES>(held, holding, y, a, layer.addresses, layer.n_out, out...);
     }
-    finish<Cfg::PES>(held, holding, out...);
 }
 
-// Runs the stage's layers for `batch` vectors. `loop`, `loop_mask`: the loop-back channel, declared
-// by the caller with its FIFO depths. `out...`: the next stage's lanes and mask, or the model's
-// output stream.
-template <class Cfg, class Item, class LoopItem, class... Out>
-void sequential_stage(hls::stream<Item> (&in)[Cfg::IN_LANES], hls::stream<ap_uint<Cfg::IN_LANES> >& in_mask,
-                      hls::stream<LoopItem> (&loop)[Cfg::PES], hls::stream<ap_uint<Cfg::PES> >& loop_mask,
-                      const typename Cfg::beat_t* weights, int batch,
-                      const seq_layer layers[Cfg::LAYERS], const typename Cfg::start_t row_start[Cfg::ROWS],
-                      const typename Cfg::beats_t row_beats[Cfg::ROWS],
-                      const typename Cfg::bias_t bias[Cfg::PES][Cfg::BIAS_ROWS], Out&... out) {
-    static ap_int<Cfg::ACC_BITS> acc[Cfg::PES][Cfg::ADDRESSES];
-#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=bias type=complete dim=1
-    for (int v = 0; v < batch; ++v) {
-        for (int l = 0; l < Cfg::LAYERS; ++l) {
-            const seq_layer layer = layers[l];
-            if (l == 0) {
-                seq_compute<Cfg>(in, in_mask, acc, weights, layer, row_start, row_beats);
+// The same for a stage whose last layer is the model's: that layer drains dense beats of P
+// values (zeros past n_out, TLAST on the last) and only the end word to the serializer.
+template <class Cfg, class Beat>
+void seq_drain_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const seq_layer& layer, bool last,
+                     hls::stream<typename Cfg::word_t>& words, hls::stream<Beat>& out) {
+    for (unsigned a = 0; a <= layer.addresses; ++a) {
+#pragma HLS PIPELINE II=1
+        if (a == layer.addresses) {
+            words.write(end_word<typename Cfg::word_t, Cfg::PES>());
+        } else {
+            act_t y[Cfg::PES];
+            bool exists[Cfg::PES];
+#pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
+            seq_outputs<Cfg>(acc, layer, a, y, exists);
+            if (last) {
+                Beat beat;
+                for (int p = 0; p < Cfg::PES; ++p) {
+#pragma HLS UNROLL
+                    beat.data.range(16 * p + 15, 16 * p) = exists[p] ? y[p] : act_t(0);
+                }
+                beat.keep = -1;
+                beat.strb = -1;
+                beat.last = a + 1 == layer.addresses ? 1 : 0;
+                out.write(beat);
             } else {
-                seq_compute<Cfg>(loop, loop_mask, acc, weights, layer, row_start, row_beats);
-            }
-            if (l == Cfg::LAYERS - 1) {
-                seq_drain<Cfg>(acc, bias, layer, out...);
-            } else {
-                seq_drain<Cfg>(acc, bias, layer, loop, loop_mask);
+                words.write(group_word<typename Cfg::word_t, Cfg::PES, Cfg::PES>(y, exists, 0, a));
             }
         }
     }
+}
+
+// The serializer of a sequential stage: a pass's words into items for the loop-back stream, or
+// (`last`) for the output sub-channel. `Out`: the output sub-channel's item, or (a stage that
+// drains dense beats, whose last pass sends only the end word here) no output at all.
+template <int INDEX_BITS>
+inline void write_out(hls::stream<item<INDEX_BITS> >& out, bool closing, unsigned index, act_t value) {
+#pragma HLS INLINE
+    out.write(closing ? end_item<item<INDEX_BITS> >() : value_item<item<INDEX_BITS> >(index, value));
+}
+
+struct no_output {};
+
+inline void write_out(no_output& /* the beats went out from the drain */, bool /* closing */, unsigned /* index */,
+                      act_t /* value */) {}
+
+template <class Cfg, class Out>
+void seq_serialize(hls::stream<typename Cfg::word_t>& words, bool last, hls::stream<typename Cfg::loop_item_t>& loop,
+                   Out& out) {
+    typename Cfg::word_t held = end_word<typename Cfg::word_t, Cfg::PES>();
+    ap_uint<Cfg::PES> pending = 0;
+    for (bool done = false; !done;) {
+#pragma HLS PIPELINE II=1
+        bool emit = false, closing = false;
+        unsigned index = 0;
+        act_t value = 0;
+        if (pending == 0) {
+            held = words.read();
+            pending = held.mask;
+            closing = held.end;
+            done = held.end;
+        }
+        if (pending != 0) {
+            const unsigned position = lowest<Cfg::PES>(pending);
+            index = held.base.to_uint() * Cfg::PES + position;
+            value = held.values[position];
+            pending = pending & (pending - 1);  // the lowest set bit, this position's, goes
+            emit = true;
+        }
+        if ((emit || closing) && !last) {
+            loop.write(closing ? end_item<typename Cfg::loop_item_t>() : value_item<typename Cfg::loop_item_t>(index, value));
+        }
+        if ((emit || closing) && last) {
+            write_out(out, closing, index, value);
+        }
+    }
+}
+
+// A pass's drain: a DATAFLOW region of the drain and the serializer. `out`: the output sub-channel.
+template <class Cfg, class Item>
+void seq_drain_pass(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const seq_layer& layer, bool last,
+                    hls::stream<typename Cfg::loop_item_t>& loop, hls::stream<Item>& out) {
+#pragma HLS DATAFLOW
+    hls::stream<typename Cfg::word_t> words;
+#pragma HLS STREAM variable=words depth=Cfg::WORD_DEPTH
+    seq_drain<Cfg>(acc, layer, words);
+    seq_serialize<Cfg>(words, last, loop, out);
+}
+
+// The same for a stage that drains dense beats (`out`) in its last pass.
+template <class Cfg, class Beat>
+void seq_drain_pass_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const seq_layer& layer, bool last,
+                          hls::stream<typename Cfg::loop_item_t>& loop, hls::stream<Beat>& out) {
+#pragma HLS DATAFLOW
+    hls::stream<typename Cfg::word_t> words;
+#pragma HLS STREAM variable=words depth=Cfg::WORD_DEPTH
+    no_output none;
+    seq_drain_dense<Cfg>(acc, layer, last, words, out);
+    seq_serialize<Cfg>(words, last, loop, none);
 }
 
 }  // namespace fpgagen

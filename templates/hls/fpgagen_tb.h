@@ -1,4 +1,4 @@
-// fpgagen testbench helpers: golden vectors from files, lanes and AXI beats in and out, and the
+// fpgagen testbench helpers: golden vectors from files, channels and AXI beats in and out, and the
 // comparison that prints the one machine-readable mismatch line. Used by tb_<top>.cpp only.
 //
 // Vectors folder (fpgagen/vectors.py): x.bin and y<k>.bin, little-endian int16, one row per
@@ -102,28 +102,21 @@ bool load_weights(const std::string& path, size_t beats, std::vector<Beat>& imag
     return true;
 }
 
-// Vectors onto a channel of B lanes, as a producer writes them: lane b gets the nonzero x[i],
-// i = b mod B, in increasing order, the final one marked last; then the vector's mask.
-template <int B, class Item>
-void feed_lanes(hls::stream<Item> (&lanes)[B], hls::stream<ap_uint<B> >& mask, const int16_t* x, int batch, int n) {
+// Vectors onto a channel of S sub-channels: the nonzero x[i] in increasing order, x[i] on
+// sub-channel i mod S, then one end item per sub-channel (any producer's split is as good: the
+// consumer's merger takes items from whichever sub-channel has them).
+template <int S, class Item>
+void feed_items(hls::stream<Item> (&subs)[S], const int16_t* x, int batch, int n) {
     for (int v = 0; v < batch; ++v) {
         const int16_t* row = x + static_cast<size_t>(v) * n;
-        ap_uint<B> written = 0;
-        for (int b = 0; b < B; ++b) {
-            int last = -1;
-            for (int i = b; i < n; i += B) {
-                last = row[i] != 0 ? i : last;
-            }
-            for (int i = b; i <= last; i += B) {
-                if (row[i] != 0) {
-                    lanes[b].write(fpgagen::activation<Item>(i, row[i], i == last));
-                }
-            }
-            if (last >= 0) {
-                written = written | (ap_uint<B>(1) << b);
+        for (int i = 0; i < n; ++i) {
+            if (row[i] != 0) {
+                subs[i % S].write(fpgagen::value_item<Item>(i, row[i]));
             }
         }
-        mask.write(written);
+        for (int s = 0; s < S; ++s) {
+            subs[s].write(fpgagen::end_item<Item>());
+        }
     }
 }
 
@@ -146,52 +139,40 @@ void feed_beats(hls::stream<Beat>& stream, const int16_t* x, int batch, int n) {
     }
 }
 
-// A channel back into dense vectors, checking its protocol on the way: one mask per vector, items
-// only on the lanes it names, each such lane ending with exactly one `last` item.
-template <int P, class Item>
-bool collect_lanes(hls::stream<Item> (&lanes)[P], hls::stream<ap_uint<P> >& mask, int batch, int n, const char* layer,
-                   rows& out) {
+// A channel of S sub-channels back into dense vectors, checking its protocol on the way: per
+// vector, on every sub-channel, nonzero values at increasing indices below n, then one end item.
+template <int S, class Item>
+bool collect_items(hls::stream<Item> (&subs)[S], int batch, int n, const char* layer, rows& out) {
     out.assign(static_cast<size_t>(batch) * n, 0);
     for (int v = 0; v < batch; ++v) {
-        if (mask.empty()) {
-            std::printf("ERROR layer=%s vector=%d: the vector has no mask\n", layer, v);
-            return false;
-        }
-        const ap_uint<P> written = mask.read();
-        for (int p = 0; p < P; ++p) {
-            if (((written >> p) & 1) == 0) {
-                continue;
-            }
+        for (int s = 0; s < S; ++s) {
             int previous = -1;
-            for (bool last = false; !last;) {
-                if (lanes[p].empty()) {
-                    std::printf("ERROR layer=%s vector=%d lane=%d: the lane ends without its last item\n", layer, v, p);
+            for (bool end = false; !end;) {
+                if (subs[s].empty()) {
+                    std::printf("ERROR layer=%s vector=%d sub-channel=%d: the vector ends without its end item\n", layer, v, s);
                     return false;
                 }
-                const Item entry = lanes[p].read();
+                const Item entry = subs[s].read();
+                end = entry.end;
+                if (end) {
+                    continue;
+                }
                 const int j = static_cast<int>(entry.index.to_uint());
-                if (j >= n || j % P != p || j <= previous || entry.value == 0) {
-                    std::printf("ERROR layer=%s vector=%d lane=%d: item index=%d value=%d breaks the lane protocol\n", layer, v, p, j,
-                                entry.value.to_int());
+                if (j >= n || j <= previous || entry.value == 0) {
+                    std::printf("ERROR layer=%s vector=%d sub-channel=%d: item index=%d value=%d breaks the channel protocol\n",
+                                layer, v, s, j, entry.value.to_int());
                     return false;
                 }
                 previous = j;
-                last = entry.last;
                 out[static_cast<size_t>(v) * n + j] = static_cast<int16_t>(entry.value.to_int());
             }
         }
     }
-    // Items on a lane its mask did not name are left over here (or were taken for a later vector's,
-    // whose own then are).
-    for (int p = 0; p < P; ++p) {
-        if (!lanes[p].empty()) {
-            std::printf("ERROR layer=%s lane=%d: items left after %d vectors\n", layer, p, batch);
+    for (int s = 0; s < S; ++s) {
+        if (!subs[s].empty()) {
+            std::printf("ERROR layer=%s sub-channel=%d: items left after %d vectors\n", layer, s, batch);
             return false;
         }
-    }
-    if (!mask.empty()) {
-        std::printf("ERROR layer=%s: masks left after %d vectors\n", layer, batch);
-        return false;
     }
     return true;
 }
@@ -239,49 +220,42 @@ inline bool compare(const char* layer, const int16_t* expected, const rows& got,
     return true;
 }
 
-// A layer must take every item and mask of its input channel: what it leaves would be read as
-// the next vector's.
-template <int B, class Item>
-bool consumed(hls::stream<Item> (&lanes)[B], hls::stream<ap_uint<B> >& mask, const char* layer) {
-    for (int b = 0; b < B; ++b) {
-        if (!lanes[b].empty()) {
-            std::printf("ERROR layer=%s input lane=%d: %zu items left unread\n", layer, b, lanes[b].size());
+// A stage must take every item of its input channel: what it leaves would be read as the next
+// vector's.
+template <int S, class Item>
+bool consumed(hls::stream<Item> (&subs)[S], const char* layer) {
+    for (int s = 0; s < S; ++s) {
+        if (!subs[s].empty()) {
+            std::printf("ERROR layer=%s input sub-channel=%d: %zu items left unread\n", layer, s, subs[s].size());
             return false;
         }
-    }
-    if (!mask.empty()) {
-        std::printf("ERROR layer=%s: %zu input masks left unread\n", layer, mask.size());
-        return false;
     }
     return true;
 }
 
-// One stage on its own: the golden input of its first layer on a channel of B lanes in, its output
-// (a channel of P lanes) against the golden output of its last layer. `run(in, in_mask, out,
-// out_mask)` runs the stage.
-template <int B, int P, class InItem, class OutItem, class Run>
-bool check_stage_lanes(const golden& g, int first, int last, const char* layer, Run run) {
-    hls::stream<InItem> in[B];
-    hls::stream<ap_uint<B> > in_mask;
-    hls::stream<OutItem> out[P];
-    hls::stream<ap_uint<P> > out_mask;
-    feed_lanes(in, in_mask, g.input(first), g.batch, g.input_size(first));
-    run(in, in_mask, out, out_mask);
+// One stage on its own: the golden input of its first layer on a channel of S sub-channels in, its
+// output (a channel of K sub-channels) against the golden output of its last layer. `run(in, out)`
+// runs the stage.
+template <int S, int K, class InItem, class OutItem, class Run>
+bool check_stage_items(const golden& g, int first, int last, const char* layer, Run run) {
+    hls::stream<InItem> in[S];
+    hls::stream<OutItem> out[K];
+    feed_items(in, g.input(first), g.batch, g.input_size(first));
+    run(in, out);
     rows got;
-    return consumed(in, in_mask, layer) && collect_lanes(out, out_mask, g.batch, g.n_out[last], layer, got) &&
+    return consumed(in, layer) && collect_items(out, g.batch, g.n_out[last], layer, got) &&
            compare(layer, g.y[last].data(), got, g.batch, g.n_out[last]);
 }
 
-// The same for the stage that drains dense beats to the model's output stream: `run(in, in_mask, out)`.
-template <int B, int P, class InItem, class Beat, class Run>
+// The same for the stage that drains dense beats of P values: `run(in, out)`.
+template <int S, int P, class InItem, class Beat, class Run>
 bool check_stage_dense(const golden& g, int first, int last, const char* layer, Run run) {
-    hls::stream<InItem> in[B];
-    hls::stream<ap_uint<B> > in_mask;
+    hls::stream<InItem> in[S];
     hls::stream<Beat> out;
-    feed_lanes(in, in_mask, g.input(first), g.batch, g.input_size(first));
-    run(in, in_mask, out);
+    feed_items(in, g.input(first), g.batch, g.input_size(first));
+    run(in, out);
     rows got;
-    return consumed(in, in_mask, layer) && collect_dense<P>(out, g.batch, g.n_out[last], layer, got) &&
+    return consumed(in, layer) && collect_dense<P>(out, g.batch, g.n_out[last], layer, got) &&
            compare(layer, g.y[last].data(), got, g.batch, g.n_out[last]);
 }
 

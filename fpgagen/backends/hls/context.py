@@ -1,9 +1,10 @@
 """What the HLS templates print: the engine plan (fpgagen.engine) in C++ terms.
 
-Every size, width, depth, offset and packed word comes from the plan; this module adds only what
-is particular to C++: names (from `Model.name` and `Layer.name`, already identifiers), the C types
-that hold the plan's tables, and the clock period. Templates print these fields; they decide
-nothing.
+Every size, width, depth, offset and packed word comes from the plan: widths from its channels,
+groups and stages, stream depths from the depth of the memory the plan gives each FIFO. This
+module adds only what is particular to C++: names (from `Model.name` and `Layer.name`, already
+identifiers), the C types that hold the plan's tables, the storage a memory kind binds to, and
+the clock period of the plan's board. Templates print these fields; they decide nothing.
 """
 
 from __future__ import annotations
@@ -14,96 +15,90 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...engine import EnginePlan, LayerPlan, StagePlan
-from ...engine.geometry import MASK_DEPTH, OFFCHIP_SLOT, ROW_TASK_DEPTH, Channel
+from ...engine.geometry import MAX_BURSTS, OFFCHIP_SLOT, VALUE_BITS, Channel, Groups
 from ...engine.interface import WeightPort
-from ...engine.memory import BRAM, LUTRAM
+from ...engine.memory import BRAM, LUTRAM, REGISTERS, Memory
 from ...errors import FpgagenError
 from .carrays import signed_type, unsigned_type
 
-# BIND_STORAGE implementations of the plan's memory kinds.
-STORAGE = {BRAM: "bram", LUTRAM: "lutram"}
+# BIND_STORAGE implementations of the plan's memory kinds: for ROMs, and for FIFOs (a FIFO of
+# registers is a shift register).
+ROM_STORAGE = {BRAM: "bram", LUTRAM: "lutram", REGISTERS: "lutram"}
+FIFO_STORAGE = {BRAM: "bram", LUTRAM: "lutram", REGISTERS: "srl"}
+
+
+@dataclass(frozen=True)
+class Fifo:
+    """A stream's depth and the FIFO storage of its memory in the plan."""
+
+    depth: int
+    impl: str
+
+
+def fifo(memory: Memory) -> Fifo:
+    return Fifo(memory.depth, FIFO_STORAGE[memory.kind])
 
 
 @dataclass(frozen=True)
 class ChannelView:
-    """A channel of the top function: `lanes` streams `<name>` and the mask stream `<name>_mask`."""
+    """Channel k of the top function: `subs` streams `ch<k>` of items with `index_bits`."""
 
     name: str
-    lanes: int
-    depth: int  # per lane
+    subs: int
     index_bits: int
-
-    @property
-    def mask(self) -> str:
-        return f"{self.name}_mask"
-
-    @property
-    def mask_depth(self) -> int:
-        return MASK_DEPTH
+    fifo: Fifo
 
     @property
     def item_type(self) -> str:
         return f"{self.name}_item_t"
 
 
-def channel_view(name: str, channel: Channel) -> ChannelView:
-    return ChannelView(name, channel.lanes, channel.lane_depth, channel.index_bits)
+@dataclass(frozen=True)
+class GroupsView:
+    """A word's groups as the serializers take them (fpgagen.engine.geometry.Groups)."""
+
+    size: int
+    count: int
+    base_bits: int
+    count_bits: int
+
+
+def groups_view(groups: Groups) -> GroupsView:
+    return GroupsView(groups.size, groups.count, groups.base_bits, groups.count_bits)
 
 
 @dataclass(frozen=True, eq=False)
 class Tables:
-    """A stage's on-chip tables: row tables and lane-major biases, with their C types."""
+    """A stage's on-chip tables: row tables and biases (with the rounding term) in their C types."""
 
     row_start: np.ndarray
     row_beats: np.ndarray
-    bias: np.ndarray  # (P, addresses): bias[p][a] is output a * P + p, in the accumulator's scale
+    bias: np.ndarray  # (addresses, P): bias[a][p] of output a * P + p, rounding term included
     start_type: str
     beats_type: str
     bias_type: str
 
 
-class _Output:
-    """How a stage's run() names its output: the next stage's lanes and mask, or the model's
-    output stream. Mixed into the stage dataclasses below, which define `pes` and `out_channel`.
-    """
-
-    @property
-    def out_param(self) -> str:
-        if self.out_channel is None:
-            return "hls::stream<out_beat>& out"
-        channel = self.out_channel
-        return (
-            f"hls::stream<{channel.item_type}> (&out)[{channel.lanes}], "
-            f"hls::stream<ap_uint<{channel.lanes}> >& out_mask"
-        )
-
-    @property
-    def out_names(self) -> str:
-        """The output parameters, as run() hands them on to the engine."""
-        return "out" if self.out_channel is None else "out, out_mask"
-
-    @property
-    def out_arg(self) -> str:
-        return "y_out" if self.out_channel is None else f"{self.out_channel.name}, {self.out_channel.mask}"
-
-    @property
-    def in_param(self) -> str:
-        channel = self.in_channel
-        return (
-            f"hls::stream<{channel.item_type}> (&in)[{channel.lanes}], hls::stream<ap_uint<{channel.lanes}> >& in_mask"
-        )
+@dataclass(frozen=True)
+class Reader:
+    lanes: int
+    n_in: int
+    groups: GroupsView
+    words: Fifo
 
 
 @dataclass(frozen=True, eq=False)
-class DataflowStage(_Output):
+class DataflowStage:
     number: int
     layer_index: int
     name: str  # the layer's name
     namespace: str
     header: str  # weights/stage<s>.h
     in_channel: ChannelView
-    out_channel: ChannelView | None  # None: the model's output stream
+    out_channel: ChannelView | None  # None: the model's dense output
     pes: int
+    units: int
+    groups: GroupsView
     n_in: int
     n_out: int
     addresses: int
@@ -111,15 +106,17 @@ class DataflowStage(_Output):
     acc_bits: int
     weight_bits: int
     local_bits: int
-    word_type: str
-    rom_storage: str  # BIND_STORAGE impl of the weight ROM
+    start_bits: int
+    count_bits: int
     shift: int
     lo: int
     hi: int
     nnz: int
+    slot_type: str
+    storage: dict[str, str]  # BIND_STORAGE impl of its row table, weights and bias
+    fifos: dict[str, Fifo]  # unit items, unit rows, PE entries, drained words
     tables: Tables
     rom: np.ndarray  # (beats, P) packed slots
-    task_depth: int
 
     sequential = False
 
@@ -139,36 +136,31 @@ class SequentialLayer:
 
 
 @dataclass(frozen=True, eq=False)
-class SequentialStage(_Output):
+class SequentialStage:
     number: int
     namespace: str
-    header: str  # weights/stage<s>.h
+    header: str
     in_channel: ChannelView
     out_channel: ChannelView | None
-    loop: ChannelView | None  # declared inside the stage
     pes: int
     layers: tuple[SequentialLayer, ...]
     acc_bits: int
     addresses: int
+    local_bits: int
+    start_bits: int
+    count_bits: int
+    pass_index_bits: int  # the widest index a pass reads: its input's or its loop-back's
+    loop_index_bits: int
+    groups: GroupsView
     port: WeightPort
+    max_bursts: int
     slot_local_bits: int
     slot_weight_bits: int
+    storage: dict[str, str]  # row table, bias
+    fifos: dict[str, Fifo]  # unit items, row requests, waiting activations, PE entries, words, loop-back
     tables: Tables
 
     sequential = True
-
-    @property
-    def loop_index_bits(self) -> int:
-        """The loop-back items' index width; a single-layer stage loops nothing back."""
-        return self.loop.index_bits if self.loop is not None else 1
-
-    @property
-    def loop_depth(self) -> int:
-        return self.loop.depth if self.loop is not None else 1
-
-    @property
-    def loop_mask_depth(self) -> int:
-        return MASK_DEPTH
 
     @property
     def rows(self) -> int:
@@ -176,7 +168,7 @@ class SequentialStage(_Output):
 
     @property
     def bias_rows(self) -> int:
-        return int(self.tables.bias.shape[1])
+        return int(self.tables.bias.shape[0])
 
 
 @dataclass(frozen=True, eq=False)
@@ -189,9 +181,12 @@ class Design:
     out_lanes: int
     in_bits: int  # of an AXI4-Stream input beat
     out_bits: int
+    out_beats: int  # dense output beats per vector: the last layer's local addresses
+    output: Fifo  # the dense beats in front of y_out
     n_in: int
     part: str
     clock_period_ns: str
+    reader: Reader
     channels: tuple[ChannelView, ...]
     stages: tuple[DataflowStage | SequentialStage, ...]
     layer_names: tuple[str, ...]
@@ -204,9 +199,13 @@ class Design:
 
 
 def plan_design(plan: EnginePlan) -> Design:
-    """The C++ side of an engine plan."""
+    """The C++ side of an engine plan (on the plan's own board)."""
     model = plan.model
-    channels = [channel_view(f"ch{number}", channel) for number, channel in enumerate(plan.channels)]
+    producers = [plan.reader_memories, *(stage.memories for stage in plan.stages)]
+    channels = [
+        ChannelView(f"ch{k}", channel.subs, channel.index_bits, fifo(_role(found, "input items", "output items")))
+        for k, (channel, found) in enumerate(zip(plan.channels, producers))
+    ]
     stages: list[DataflowStage | SequentialStage] = []
     for stage in plan.stages:
         out_channel = None if stage.last else channels[stage.index + 1]
@@ -215,6 +214,8 @@ def plan_design(plan: EnginePlan) -> Design:
             stages.append(_sequential_stage(stage, channels[stage.index], out_channel, port))
         else:
             stages.append(_dataflow_stage(stage, channels[stage.index], out_channel))
+    last = plan.stages[-1]
+    reader_groups = plan.reader_groups
     return Design(
         model=model.name,
         top=plan.top,
@@ -224,9 +225,14 @@ def plan_design(plan: EnginePlan) -> Design:
         out_lanes=plan.out_lanes,
         in_bits=plan.interface.in_bits,
         out_bits=plan.interface.out_bits,
+        out_beats=last.layers[-1].shape.addresses,
+        output=fifo(last.memory("output beats")),
         n_in=model.in_features,
         part=plan.board.part,
         clock_period_ns=f"{clock_period(plan.board.clock_mhz):.3f}",
+        reader=Reader(
+            plan.lanes, model.in_features, groups_view(reader_groups), fifo(_role(plan.reader_memories, "input words"))
+        ),
         channels=tuple(channels),
         stages=tuple(stages),
         layer_names=tuple(layer.name for layer in model.layers),
@@ -242,11 +248,28 @@ def clock_period(clock_mhz: float) -> float:
     return 1000.0 / clock_mhz
 
 
+def _role(memories, *roles: str) -> Memory:
+    (found,) = [memory for memory in memories if memory.role in roles]
+    return found
+
+
+def _optional(stage: StagePlan, role: str) -> Fifo | None:
+    found = [memory for memory in stage.memories if memory.role == role]
+    return fifo(found[0]) if found else None
+
+
 def _dataflow_stage(stage: StagePlan, in_channel: ChannelView, out_channel: ChannelView | None) -> DataflowStage:
     (plan,) = stage.layers
-    layer, numerics, shape = plan.layer, plan.layer.numerics, plan.shape
-    slot = shape.slot
-    word_type, word_np = ("uint32_t", np.uint32) if slot.width <= 32 else ("uint64_t", np.uint64)
+    layer, shape = plan.layer, plan.shape
+    slot_type, slot_np = ("uint32_t", np.uint32) if shape.slot.width <= 32 else ("uint64_t", np.uint64)
+    fifos = {
+        "items": fifo(stage.memory("unit activations")),
+        "rows": fifo(stage.memory("unit rows")),
+        "entries": fifo(stage.memory("PE entries")),
+    }
+    words = _optional(stage, "drained words")
+    if words is not None:
+        fifos["words"] = words
     return DataflowStage(
         number=stage.index,
         layer_index=plan.index,
@@ -256,22 +279,26 @@ def _dataflow_stage(stage: StagePlan, in_channel: ChannelView, out_channel: Chan
         in_channel=in_channel,
         out_channel=out_channel,
         pes=stage.pes,
+        units=stage.units,
+        groups=groups_view(stage.groups),
         n_in=shape.n_in,
         n_out=shape.n_out,
-        addresses=shape.addresses,
+        addresses=stage.addresses,
         beats=shape.rom_beats,
         acc_bits=stage.acc_bits,
-        weight_bits=slot.weight_bits,
-        local_bits=slot.local_bits,
-        word_type=word_type,
-        rom_storage=STORAGE[stage.memory("weights").kind],
-        shift=numerics.shift,
-        lo=numerics.lo_q,
-        hi=numerics.hi_q,
+        weight_bits=shape.slot.weight_bits,
+        local_bits=stage.local_bits,
+        start_bits=stage.start_bits,
+        count_bits=stage.count_bits,
+        shift=plan.shift,
+        lo=plan.lo,
+        hi=plan.hi,
         nnz=layer.nnz,
+        slot_type=slot_type,
+        storage={role: ROM_STORAGE[stage.memory(role).kind] for role in ("row table", "weights", "bias")},
+        fifos=fifos,
         tables=_tables(stage),
-        rom=plan.rom_words.astype(word_np),
-        task_depth=ROW_TASK_DEPTH,
+        rom=plan.rom_words.astype(slot_np),
     )
 
 
@@ -294,28 +321,49 @@ def _sequential_stage(
     stage: StagePlan, in_channel: ChannelView, out_channel: ChannelView | None, port: WeightPort
 ) -> SequentialStage:
     beat_bytes = port.data_bits // 8
+    items = stage.memory("unit activations")
+    fifos = {
+        "items": fifo(items),
+        "requests": fifo(stage.memory("row requests")),
+        "waiting": fifo(stage.memory("waiting activations")),
+        "entries": fifo(stage.memory("PE entries")),
+    }
+    words = _optional(stage, "drained words")
+    if words is not None:
+        fifos["words"] = words
+    loop = _optional(stage, "loop-back items")
+    if loop is not None:
+        fifos["loop"] = loop
     return SequentialStage(
         number=stage.index,
         namespace=stage.name,
         header=f"weights/{stage.name}.h",
         in_channel=in_channel,
         out_channel=out_channel,
-        loop=None if stage.loop is None else channel_view("loop", stage.loop),
         pes=stage.pes,
         layers=tuple(_sequential_layer(plan, beat_bytes) for plan in stage.layers),
         acc_bits=stage.acc_bits,
         addresses=stage.addresses,
+        local_bits=stage.local_bits,
+        start_bits=stage.start_bits,
+        count_bits=stage.count_bits,
+        pass_index_bits=items.width - 1 - VALUE_BITS,  # the unit activations' items {end, index, value}
+        loop_index_bits=stage.loop.index_bits if isinstance(stage.loop, Channel) else 1,
+        groups=groups_view(stage.groups),
         port=port,
+        max_bursts=MAX_BURSTS,
         slot_local_bits=OFFCHIP_SLOT.local_bits,
         slot_weight_bits=OFFCHIP_SLOT.weight_bits,
+        storage={role: ROM_STORAGE[stage.memory(role).kind] for role in ("row table", "bias")},
+        fifos=fifos,
         tables=_tables(stage),
     )
 
 
 def _tables(stage: StagePlan) -> Tables:
-    """The stage's stacked row tables and biases (lane-major), in their narrowest C types."""
+    """The stage's stacked row tables and biases, rounding terms included, in their narrowest C types."""
     row_start, row_beats = stage.row_start, stage.row_beats
-    bias = stage.bias.T
+    bias = stage.rounded_bias
     start_type, start_np = unsigned_type(int(row_start.max(initial=0)))
     beats_type, beats_np = unsigned_type(int(row_beats.max(initial=0)))
     return Tables(

@@ -14,12 +14,23 @@ from ... import __version__
 from ...engine import EnginePlan, LayerPlan, StagePlan
 from ...engine.geometry import (
     ACTIVATION_DEPTH,
-    MASK_DEPTH,
+    CHANNEL_DEPTH,
+    CHANNEL_SLACK,
+    DRAIN_SLACK,
+    ITEM_FIFO_DEPTH,
+    ITEM_SLACK,
     MAX_BURSTS,
     OUTPUT_DEPTH,
+    PE_FIFO_DEPTH,
+    PE_SLACK,
+    READER_WORD_DEPTH,
     REQUEST_DEPTH,
+    ROW_FIFO_DEPTH,
     VALUE_BITS,
+    WORD_FIFO_DEPTH,
     Channel,
+    Groups,
+    log2,
 )
 from ...engine.memory import BRAM, LUTRAM, REGISTERS, Memory
 from ...templating import environment, template_bytes
@@ -29,9 +40,9 @@ from ..memfile import hex_lines, pack_fields
 STYLES = {BRAM: "block", LUTRAM: "distributed", REGISTERS: "registers"}
 
 LIBRARY = (
-    "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_resize.v", "fg_lane_reader.v", "fg_pe_array.v", "fg_df_stage.v",
-    "fg_seq_stage.v", "fg_axi_reader.v", "fg_input_reader.v", "fg_control.v", "fg_axilite_ctrl.v",
-    "fg_lane_writer.v",
+    "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_resize.v", "fg_all.v", "fg_serializer.v", "fg_merger.v",
+    "fg_unit.v", "fg_pe.v", "fg_stage.v", "fg_seq_stage.v", "fg_axi_reader.v", "fg_reader.v", "fg_control.v",
+    "fg_axilite_ctrl.v",
 )  # fmt: skip
 
 
@@ -47,28 +58,25 @@ def emit_rtl(plan: EnginePlan, folder: Path) -> None:
         for stage in plan.stages
     ]
     control = plan.interface.control
+    producers = [plan.reader_memories, *(stage.memories for stage in plan.stages)]
     channels = [
-        {"name": f"ch{k}", "lanes": c.lanes, "item_bits": c.item_bits, "lane_depth": c.lane_depth,
-         "lane_style": style(lanes), "mask_style": style(mask)}
-        for k, c in enumerate(plan.channels)
-        for lanes, mask in [c.memories("channel")]
+        {"subs": c.subs, "item_bits": c.item_bits, "style": style(_role(found, ("input items", "output items")))}
+        for c, found in zip(plan.channels, producers)
     ]  # fmt: skip
-    (output_fifo,) = [m for m in plan.stages[-1].memories if m.role == "output beats"]
     context = {
         "version": __version__,
         "model": plan.model.name,
         "top": plan.top,
         "core": plan.core,
-        "in_lanes": plan.in_lanes,
-        "out_lanes": plan.out_lanes,
         "in_bits": plan.interface.in_bits,
         "out_bits": plan.interface.out_bits,
-        "n_in": plan.model.in_features,
         "channels": channels,
-        "reader_index_bits": plan.channels[0].index_bits,
-        "mask_depth": MASK_DEPTH,
+        "channel_depth": CHANNEL_DEPTH,
+        "channel_slack": CHANNEL_SLACK,
+        "reader": _reader(plan),
         "output_depth": OUTPUT_DEPTH,
-        "output_style": style(output_fifo),
+        "output_slack": DRAIN_SLACK,
+        "output_style": style(plan.stages[-1].memory("output beats")),
         "stages": stages,
         "sequential": [stage for stage in stages if stage["port"] is not None],
         "control": control,
@@ -84,6 +92,11 @@ def style(memory: Memory) -> str:
     return f'"{STYLES[memory.kind]}"'
 
 
+def _role(memories: list[Memory] | tuple[Memory, ...], roles: tuple[str, ...]) -> Memory:
+    (found,) = [memory for memory in memories if memory.role in roles]
+    return found
+
+
 def _packed_addresses(words: tuple[int, ...]) -> str:
     """ARG_ADDRS of fg_axilite_ctrl: 16 bits per word, word 0 in the least significant bits."""
     return f"{16 * len(words)}'h" + "".join(f"{address:04x}" for address in reversed(words))
@@ -94,6 +107,22 @@ def _out_index_bits(stage: StagePlan) -> int:
     return stage.output.index_bits if isinstance(stage.output, Channel) else 1
 
 
+def _group_parameters(groups: Groups) -> list[tuple[str, int]]:
+    """A word's groups as the serializers take them (fpgagen.engine.geometry.Groups)."""
+    return [("G", groups.size), ("GB", max(1, log2(groups.size))), ("COUNT_W", groups.count_bits)]
+
+
+def _reader(plan: EnginePlan) -> dict:
+    groups = plan.reader_groups
+    parameters = [
+        ("LANES", plan.lanes), ("LB", log2(plan.lanes)), ("S", groups.count), *_group_parameters(groups),
+        ("N_IN", plan.model.in_features), ("BEAT_W", groups.base_bits), ("IDX_W", plan.channels[0].index_bits),
+        ("WORD_FIFO_DEPTH", READER_WORD_DEPTH),
+        ("WORD_FIFO_STYLE", style(_role(plan.reader_memories, ("input words",)))),
+    ]  # fmt: skip
+    return {"parameters": parameters}
+
+
 def _stage_context(
     stage: StagePlan, module: str, description: str, parameters: list, data_bits: int | None = None
 ) -> dict:
@@ -101,11 +130,15 @@ def _stage_context(
         "index": stage.index,
         "mode": stage.mode,
         "pes": stage.pes,
+        "units": stage.units,
         "port": stage.port,
         "data_bits": data_bits,  # of its AXI4 master, a sequential stage
         "dense_bits": VALUE_BITS * stage.pes,
         "last": stage.last,
         "layers": stage.layers,
+        "in_subs": stage.input.subs,
+        "in_item_bits": stage.input.item_bits,
+        "out_subs": stage.output.subs if isinstance(stage.output, Channel) else stage.units,
         "out_item_bits": 1 + _out_index_bits(stage) + VALUE_BITS,
         "module": module,
         "description": description,
@@ -113,27 +146,48 @@ def _stage_context(
     }
 
 
+def _fifo_parameters(stage: StagePlan) -> list[tuple[str, object]]:
+    """Depths, slacks and kinds shared by both kinds of stage."""
+    return [
+        ("PE_FIFO_DEPTH", PE_FIFO_DEPTH), ("PE_SLACK", PE_SLACK), ("ITEM_FIFO_DEPTH", ITEM_FIFO_DEPTH),
+        ("ITEM_SLACK", ITEM_SLACK), ("WORD_FIFO_DEPTH", WORD_FIFO_DEPTH), ("DRAIN_SLACK", DRAIN_SLACK),
+        ("BIAS_STYLE", style(stage.memory("bias"))), ("ACC_STYLE", style(stage.memory("accumulators"))),
+        ("PE_FIFO_STYLE", style(stage.memory("PE entries"))),
+        ("ITEM_FIFO_STYLE", style(stage.memory("unit activations"))),
+        ("WORD_FIFO_STYLE", style(_word_fifo(stage))),
+    ]  # fmt: skip
+
+
+def _word_fifo(stage: StagePlan) -> Memory:
+    """The drained words' FIFOs; a stage that only writes dense beats has none, so its (unused)
+    parameter takes the kind of its output FIFO."""
+    found = [memory for memory in stage.memories if memory.role == "drained words"]
+    return found[0] if found else stage.memory("output beats")
+
+
 def _dataflow_stage(stage: StagePlan, memories: Path) -> dict:
     (layer,) = stage.layers
-    files = {kind: f"mem/s{stage.index}_{kind}.mem" for kind in ("rows", "entries", "bias")}
+    files = {kind: f"mem/s{stage.index}_{kind}.mem" for kind in ("rows", "weights", "bias")}
     (memories.parent / files["rows"]).write_bytes(_row_table(stage))
-    (memories.parent / files["entries"]).write_bytes(_entries(layer))
+    (memories.parent / files["weights"]).write_bytes(_weights(layer))
     (memories.parent / files["bias"]).write_bytes(_bias_rows(stage))
+    groups = stage.groups
     parameters = [
-        ("B", stage.input.lanes), ("P", stage.pes), ("IN_IDX_W", stage.input.index_bits),
-        ("OUT_IDX_W", _out_index_bits(stage)),
+        ("S", stage.input.subs), ("K", stage.units), ("KB", max(1, log2(stage.units))), ("P", stage.pes),
+        *_group_parameters(groups), ("PB", log2(stage.pes)),
+        ("IN_IDX_W", stage.input.index_bits), ("OUT_IDX_W", _out_index_bits(stage)),
         ("N_IN", layer.shape.n_in), ("N_OUT", layer.shape.n_out), ("ADDRESSES", stage.addresses),
         ("LOCAL_W", stage.local_bits), ("BEATS", layer.shape.rom_beats),
         ("START_W", stage.start_bits), ("CNT_W", stage.count_bits), ("W_BITS", stage.weight_bits),
         ("ACC_W", stage.acc_bits), ("SHIFT", layer.shift), ("LO", layer.lo), ("HI", layer.hi),
-        ("DENSE", int(stage.last)),
-        ("ROWS_FILE", f'"{files["rows"]}"'), ("ENTRIES_FILE", f'"{files["entries"]}"'),
+        ("DENSE", int(stage.last)), ("ROW_FIFO_DEPTH", ROW_FIFO_DEPTH), *_fifo_parameters(stage),
+        ("ROWS_FILE", f'"{files["rows"]}"'), ("WEIGHTS_FILE", f'"{files["weights"]}"'),
         ("BIAS_FILE", f'"{files["bias"]}"'),
         ("ROWS_STYLE", style(stage.memory("row table"))), ("WEIGHTS_STYLE", style(stage.memory("weights"))),
-        ("BIAS_STYLE", style(stage.memory("bias"))), ("ACC_STYLE", style(stage.memory("accumulators"))),
+        ("ROW_FIFO_STYLE", style(stage.memory("unit rows"))),
     ]  # fmt: skip
-    description = f"dataflow, layer {layer.name}, {stage.pes} PE(s), weights on chip"
-    return _stage_context(stage, "fg_df_stage", description, parameters)
+    description = f"dataflow, layer {layer.name}, {stage.pes} PE(s), {stage.units} issue unit(s), weights on chip"
+    return _stage_context(stage, "fg_stage", description, parameters)
 
 
 def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dict:
@@ -143,22 +197,24 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
     descriptors = [_descriptor(layer) for layer in stage.layers]
     (memories.parent / files["desc"]).write_bytes(hex_lines(pack_fields(_transpose(descriptors))))
     loop = stage.loop
+    groups = stage.groups
     parameters = [
-        ("B", stage.input.lanes), ("P", stage.pes), ("LAYERS", len(stage.layers)),
+        ("S", stage.input.subs), ("P", stage.pes), ("PB", log2(stage.pes)),
+        ("GB", max(1, log2(groups.size))), ("COUNT_W", groups.count_bits), ("LAYERS", len(stage.layers)),
         ("IN_IDX_W", stage.input.index_bits), ("LOOP_IDX_W", loop.index_bits if loop else 1),
         ("OUT_IDX_W", _out_index_bits(stage)),
-        ("ADDRESSES", stage.addresses), ("LOCAL_W", stage.local_bits), ("ROWS", stage.rows), ("START_W", stage.start_bits), ("CNT_W", stage.count_bits),
+        ("ADDRESSES", stage.addresses), ("LOCAL_W", stage.local_bits), ("ROWS", stage.rows),
+        ("START_W", stage.start_bits), ("CNT_W", stage.count_bits),
         ("W_BITS", stage.weight_bits), ("ACC_W", stage.acc_bits), ("BIAS_ROWS", stage.bias_rows),
-        ("LOOP_DEPTH", loop.lane_depth if loop else 1), ("MASK_DEPTH", MASK_DEPTH),
+        ("DENSE", int(stage.last)), *_fifo_parameters(stage),
+        ("LOOP_DEPTH", stage.loop_depth if loop else 1), ("LOOP_SLACK", CHANNEL_SLACK),
         ("REQUEST_DEPTH", REQUEST_DEPTH), ("ACTIVATION_DEPTH", ACTIVATION_DEPTH), ("MAX_BURSTS", MAX_BURSTS),
-        ("DENSE", int(stage.last)),
         ("DESC_FILE", f'"{files["desc"]}"'), ("ROWS_FILE", f'"{files["rows"]}"'),
         ("BIAS_FILE", f'"{files["bias"]}"'),
         ("DESC_STYLE", style(stage.memory("descriptors"))), ("ROWS_STYLE", style(stage.memory("row table"))),
-        ("BIAS_STYLE", style(stage.memory("bias"))), ("ACC_STYLE", style(stage.memory("accumulators"))),
         ("REQUEST_STYLE", style(stage.memory("row requests"))),
         ("ACTIVATION_STYLE", style(stage.memory("waiting activations"))),
-        *_loop_styles(stage),
+        *([("LOOP_STYLE", style(stage.memory("loop-back items")))] if loop else []),
     ]  # fmt: skip
     names = ", ".join(layer.name for layer in stage.layers)
     description = f"sequential, layers {names}, {stage.pes} PE(s), weights from gmem{stage.port}"
@@ -166,20 +222,12 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
     return _stage_context(stage, "fg_seq_stage", description, parameters, port.data_bits)
 
 
-def _loop_styles(stage: StagePlan) -> list[tuple[str, str]]:
-    """The loop-back channel's kinds; a single-layer stage has none (its defaults are unused)."""
-    if stage.loop is None:
-        return []
-    return [("LOOP_STYLE", style(stage.memory("loop-back lanes"))),
-            ("LOOP_MASK_STYLE", style(stage.memory("loop-back mask")))]  # fmt: skip
-
-
 def _row_table(stage: StagePlan) -> bytes:
     """One word per input row of the stage's layers: {start beat, beats}."""
     return hex_lines(pack_fields([(stage.row_beats, stage.count_bits), (stage.row_start, stage.start_bits)]))
 
 
-def _entries(layer: LayerPlan) -> bytes:
+def _weights(layer: LayerPlan) -> bytes:
     """One word per beat: the PEs' slot words side by side, PE 0 in the lowest bits."""
     words = layer.rom_words
     width = layer.shape.slot.width
@@ -187,8 +235,9 @@ def _entries(layer: LayerPlan) -> bytes:
 
 
 def _bias_rows(stage: StagePlan) -> bytes:
-    """One word per local address a: the biases of outputs a*P .. a*P+P-1 (0 past the last)."""
-    bias = stage.bias
+    """One word per local address a: the biases of outputs a*P .. a*P+P-1 (0 past the last), each
+    with its layer's rounding term (the drain adds one number before the shift)."""
+    bias = stage.rounded_bias
     return hex_lines(pack_fields([(bias[:, p], stage.acc_bits) for p in range(stage.pes)]))
 
 

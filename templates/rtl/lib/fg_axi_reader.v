@@ -1,6 +1,8 @@
-// AXI4 read master for weight rows: each request (address, beats) becomes INCR bursts that never
-// cross a 4 KB boundary or exceed 256 beats. Reads stay in order (one ID); up to MAX_BURSTS are
-// in flight. Read data is passed through to the consumer.
+// AXI4 read master for weight rows (docs/engine.md, "Sequential stages"): each request (byte
+// address, beats) becomes INCR bursts that never cross a 4 KB boundary or exceed 256 beats. The
+// first burst of a request is sized one stage ahead, so requests of one burst go out back to
+// back; a request that needs more bursts sizes each next one in a cycle of its own. Reads stay in
+// order (one ID); at most MAX_BURSTS are in flight. Read data goes straight to the consumer.
 module fg_axi_reader #(
     parameter integer DATA_W = 32,
     parameter integer LEN_W = 16,
@@ -11,7 +13,7 @@ module fg_axi_reader #(
     input  wire [63:0]      req_addr,
     input  wire [LEN_W-1:0] req_beats,
     input  wire             req_valid,
-    output wire             req_ready,
+    output wire             req_pop,
     output wire [63:0]      araddr,
     output wire [7:0]       arlen,
     output wire [2:0]       arsize,
@@ -20,49 +22,98 @@ module fg_axi_reader #(
     input  wire             rvalid,
     input  wire             rlast,
     input  wire             rready,
-    output wire             idle
+    output wire             idle            // nothing requested, sized or in flight
 );
     localparam integer BEAT_BYTES = DATA_W / 8;
     localparam integer SIZE = $clog2(BEAT_BYTES);
     localparam integer FW = $clog2(MAX_BURSTS + 1);
     localparam [31:0] MAX32 = MAX_BURSTS;
     localparam [31:0] SIZE32 = SIZE;
+    localparam integer BURST_W = 9;  // 1..256 beats
+    localparam integer LW = (LEN_W > BURST_W) ? LEN_W : BURST_W;  // beats left of a request
 
-    reg [63:0] addr;
-    reg [LEN_W-1:0] left;
+    // The first burst of a beats-long read at `address`: at most 256 beats, not across 4 KB (so
+    // only the address within its 4 KB page matters).
+    /* verilator lint_off UNUSEDSIGNAL */
+    function automatic [BURST_W-1:0] first_burst(input [63:0] address, input [LW-1:0] beats);
+        reg [12:0] room;
+        reg [31:0] wanted;
+        begin
+            room = (13'd4096 - {1'b0, address[11:0]}) >> SIZE;
+            wanted = {{(32 - LW){1'b0}}, beats};
+            if (wanted > {19'd0, room}) wanted = {19'd0, room};
+            if (wanted > 32'd256) wanted = 32'd256;
+            first_burst = wanted[BURST_W-1:0];
+        end
+    endfunction
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    // A: the request at the head, its first burst sized
+    reg a_valid;
+    reg [63:0] a_addr;
+    reg [LW-1:0] a_left;
+    reg [BURST_W-1:0] a_len;
+    // B: the burst on the AR channel (or, with `resize`, the rest of a request being sized)
+    reg b_valid, resize;
+    reg [63:0] b_addr;
+    reg [LW-1:0] b_left;
+    reg [BURST_W-1:0] b_len;
     reg [FW-1:0] inflight;
+    reg can_issue;                          // fewer than MAX_BURSTS - 1 in flight, registered
 
-    wire busy = (left != {LEN_W{1'b0}});
-    wire [12:0] room_bytes = 13'd4096 - {1'b0, addr[11:0]};
-    wire [12:0] room = room_bytes >> SIZE;
-    wire [31:0] left32 = {{(32 - LEN_W){1'b0}}, left};
-    wire [31:0] room32 = {19'd0, room};
-    wire [31:0] len_a = (left32 < room32) ? left32 : room32;
-    wire [31:0] len = (len_a > 32'd256) ? 32'd256 : len_a;
     wire ar_fire = arvalid && arready;
     wire r_end = rvalid && rready && rlast;
+    wire b_last_burst = b_left == {{(LW-BURST_W){1'b0}}, b_len};
+    wire [LW-1:0] req_left;
+    fg_resize #(.IN_W(LEN_W), .OUT_W(LW), .SIGNED(0)) u_left (.in(req_beats), .out(req_left));
+    wire b_free = !b_valid || (ar_fire && b_last_burst);
+    wire a_move = a_valid && b_free;
+    assign req_pop = req_valid && (!a_valid || a_move);
 
-    assign arvalid = busy && (inflight != MAX32[FW-1:0]);
-    assign araddr = addr;
-    assign arlen = len[7:0] - 8'd1;
+    assign arvalid = b_valid && !resize && can_issue;
+    assign araddr = b_addr;
+    assign arlen = b_len[7:0] - 8'd1;
     assign arsize = SIZE32[2:0];
-    assign req_ready = !busy || (ar_fire && len == left32);
-    assign idle = !busy && inflight == {FW{1'b0}} && !req_valid;
+    assign idle = !req_valid && !a_valid && !b_valid && inflight == {FW{1'b0}};
 
     always @(posedge clk) begin
         if (rst) begin
-            left <= {LEN_W{1'b0}};
+            a_valid <= 1'b0;
+            b_valid <= 1'b0;
+            resize <= 1'b0;
             inflight <= {FW{1'b0}};
+            can_issue <= 1'b0;
         end else begin
-            if (req_valid && req_ready) begin
-                addr <= req_addr;
-                left <= req_beats;
+            if (req_pop) a_valid <= 1'b1;
+            else if (a_move) a_valid <= 1'b0;
+            if (a_move) begin
+                b_valid <= 1'b1;
+                resize <= 1'b0;
+            end else if (ar_fire && b_last_burst) begin
+                b_valid <= 1'b0;
             end else if (ar_fire) begin
-                addr <= addr + ({32'd0, len} << SIZE);
-                left <= left - len[LEN_W-1:0];
+                resize <= 1'b1;
+            end else if (resize) begin
+                resize <= 1'b0;
             end
             if (ar_fire && !r_end) inflight <= inflight + 1'b1;
             else if (r_end && !ar_fire) inflight <= inflight - 1'b1;
+            can_issue <= inflight < MAX32[FW-1:0] - 1'b1;
+        end
+        if (req_pop) begin
+            a_addr <= req_addr;
+            a_left <= req_left;
+            a_len <= first_burst(req_addr, req_left);
+        end
+        if (a_move) begin
+            b_addr <= a_addr;
+            b_left <= a_left;
+            b_len <= a_len;
+        end else if (ar_fire) begin
+            b_addr <= b_addr + ({55'd0, b_len} << SIZE);
+            b_left <= b_left - {{(LW-BURST_W){1'b0}}, b_len};
+        end else if (resize) begin
+            b_len <= first_burst(b_addr, b_left);
         end
     end
 endmodule

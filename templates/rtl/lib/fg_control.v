@@ -12,35 +12,36 @@ module fg_control (
     input  wire        vector_out,    // the last beat of an output vector left
     output wire        in_enable
 );
+    // Down-counters compared with constants: no adder in front of a comparison (docs/engine.md,
+    // "Timing"); the output vectors are counted one cycle late, which only delays ap_done.
     reg running;
     reg done;
-    reg [31:0] count;
-    reg [31:0] read;
-    reg [31:0] written;
+    reg [31:0] to_read;
+    reg [31:0] to_write;
+    reg wrote;                      // vector_out, registered
 
     assign ap_idle = !running;
     assign ap_done = done;
     assign ap_ready = done;
-    assign in_enable = running && (read != count);
+    assign in_enable = running && (to_read != 32'd0);
 
     always @(posedge clk) begin
         done <= 1'b0;
+        wrote <= !rst && vector_out;
         if (rst) begin
             running <= 1'b0;
-            read <= 32'd0;
-            written <= 32'd0;
-            count <= 32'd0;
+            to_read <= 32'd0;
+            to_write <= 32'd0;
         end else if (!running) begin
             if (ap_start && !done) begin
                 running <= 1'b1;
-                count <= batch;
-                read <= 32'd0;
-                written <= 32'd0;
+                to_read <= batch;
+                to_write <= batch;
             end
         end else begin
-            if (vector_in) read <= read + 32'd1;
-            if (vector_out) written <= written + 32'd1;
-            if (written == count || (vector_out && written + 32'd1 == count)) begin
+            if (vector_in) to_read <= to_read - 32'd1;
+            if (wrote) to_write <= to_write - 32'd1;
+            if (to_write == 32'd0 || (wrote && to_write == 32'd1)) begin
                 running <= 1'b0;
                 done <= 1'b1;
             end

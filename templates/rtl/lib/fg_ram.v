@@ -1,5 +1,6 @@
-// Simple dual-port RAM (one write port, one registered read port, read-first), cleared at start,
-// in the kind of block the engine plan chose (STYLE: "block", "distributed", "registers").
+// Simple dual-port RAM (one write port, one registered read port, read-first), in the kind of
+// block the engine plan chose (STYLE: "block", "distributed", "registers"). Its users clear it
+// (the PEs after reset) and add the output register where they read it.
 module fg_ram #(
     parameter integer WIDTH = 8,
     parameter integer DEPTH = 1,
@@ -18,10 +19,6 @@ module fg_ram #(
     localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
 
     (* ram_style = STYLE *) reg [WIDTH-1:0] mem [0:DEPTH-1];
-    integer k;
-    initial begin
-        for (k = 0; k < DEPTH; k = k + 1) mem[k] = {WIDTH{1'b0}};
-    end
 
     always @(posedge clk) begin
         if (we) mem[waddr] <= wdata;

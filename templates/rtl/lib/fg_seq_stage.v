@@ -1,63 +1,74 @@
-// A sequential stage: one shared engine of P PEs runs LAYERS consecutive layers, one after the
-// other, with their weight rows read from off-chip memory (docs/engine.md). Per-layer parameters
-// come from a descriptor ROM; row tables and biases of all the layers are on chip.
+// A sequential stage (docs/engine.md): one engine of P PEs runs LAYERS consecutive layers, one
+// pass per layer, with their weight rows read from off-chip memory. Per-layer parameters come
+// from a descriptor ROM; the row tables and biases of all the layers are on chip, stacked.
 //
-// Front end: lane reader (the stage's input channel for its first layer, its own loop-back lanes
-// after) -> S1 (row table read) -> a read request per row with beats, and the row's activation in
-// a queue -> AXI reader -> each returning beat meets its activation -> PE array.
+// A pass: activations (from the stage's input channel for its first layer, from its own
+// loop-back FIFO after) -> row lookup -> a read request per row with beats and the row's
+// activation in a queue -> AXI reader -> each returning beat meets its activation and its valid
+// slots go into the PEs' FIFOs -> when every beat is in, an end entry at every PE -> when every PE
+// is done, the drain: requantize with the layer's parameters, and serialize the nonzero outputs
+// into the loop-back FIFO, the output channel, or dense beats for the model's last layer. Passes
+// alternate the PEs' banks.
 module fg_seq_stage #(
-    parameter integer B = 1,            // lanes of the input channel
+    parameter integer S = 1,            // sub-channels of the input channel
     parameter integer P = 1,
+    parameter integer PB = 0,           // log2(P)
+    parameter integer GB = 1,           // max(1, log2(P)): positions in a drained word
+    parameter integer COUNT_W = 1,      // bits holding 0..P
     parameter integer LAYERS = 1,
-    parameter integer IN_IDX_W = 8,     // index width of the input channel's items
-    parameter integer LOOP_IDX_W = 1,   // ... of the loop-back channel's
-    parameter integer OUT_IDX_W = 8,    // ... of the output channel's
-    parameter integer ADDRESSES = 1,    // accumulator entries per PE: the widest layer's local addresses
-    parameter integer LOCAL_W = 1,      // local address bits the PEs take from an off-chip slot
-    parameter integer ROWS = 1,         // row-table entries of all layers
+    parameter integer IN_IDX_W = 1,
+    parameter integer LOOP_IDX_W = 1,
+    parameter integer OUT_IDX_W = 1,
+    parameter integer ADDRESSES = 1,    // accumulator entries per PE: the widest layer's
+    parameter integer LOCAL_W = 1,
+    parameter integer ROWS = 1,
     parameter integer START_W = 1,
     parameter integer CNT_W = 1,
     parameter integer W_BITS = 16,
     parameter integer ACC_W = 32,
     parameter integer BIAS_ROWS = 1,
-    parameter integer LOOP_DEPTH = 2,   // loop-back lane FIFO depth
-    parameter integer MASK_DEPTH = 4,   // loop-back masks buffered
-    parameter integer REQUEST_DEPTH = 16,   // row reads queued for the AXI master
-    parameter integer ACTIVATION_DEPTH = 32, // activations waiting for their rows' beats
-    parameter integer MAX_BURSTS = 16,  // AXI4 read bursts in flight
     parameter integer DENSE = 0,        // the last layer is the model's last: dense beats out
+    parameter integer PE_FIFO_DEPTH = 32,
+    parameter integer PE_SLACK = 8,
+    parameter integer ITEM_FIFO_DEPTH = 8,
+    parameter integer ITEM_SLACK = 3,
+    parameter integer LOOP_DEPTH = 32,
+    parameter integer LOOP_SLACK = 3,   // the serializer's item register and the flag's own register
+    parameter integer REQUEST_DEPTH = 16,
+    parameter integer ACTIVATION_DEPTH = 32,
+    parameter integer MAX_BURSTS = 16,
+    parameter integer WORD_FIFO_DEPTH = 32,
+    parameter integer DRAIN_SLACK = 12,
     parameter DESC_FILE = "",
     parameter ROWS_FILE = "",
     parameter BIAS_FILE = "",
     parameter DESC_STYLE = "distributed",  // memory kinds, as the engine plan chose them
     parameter ROWS_STYLE = "block",
     parameter BIAS_STYLE = "block",
-    parameter ACC_STYLE = "block",
+    parameter ACC_STYLE = "distributed",
+    parameter PE_FIFO_STYLE = "distributed",
+    parameter ITEM_FIFO_STYLE = "distributed",
+    parameter LOOP_STYLE = "distributed",
     parameter REQUEST_STYLE = "distributed",
     parameter ACTIVATION_STYLE = "distributed",
-    parameter LOOP_STYLE = "distributed",
-    parameter LOOP_MASK_STYLE = "registers"
+    parameter WORD_FIFO_STYLE = "distributed"
 ) (
     input  wire                     clk,
     input  wire                     rst,
-    input  wire [63:0]              weights,       // base address of this stage's weight image
-    input  wire [B*IN_ITEM_W-1:0]   in_data,
-    input  wire [B-1:0]             in_valid,
-    output wire [B-1:0]             in_ready,
-    input  wire [B-1:0]             in_mask,
-    input  wire                     in_mask_valid,
-    output wire                     in_mask_ready,
-    output wire [P*OUT_ITEM_W-1:0]  out_data,
-    output wire [P-1:0]             out_valid,
-    input  wire [P-1:0]             out_ready,
-    output wire [P-1:0]             out_mask,
-    output wire                     out_mask_valid,
-    input  wire                     out_mask_ready,
-    output wire [P*VALUE_W-1:0]     dense_data,
-    output wire                     dense_last,
-    output wire                     dense_valid,
-    input  wire                     dense_ready,
-    // AXI4 read channels (the write channels are tied off by the top)
+    input  wire [63:0]              weights,        // base address of this stage's weight image
+    input  wire [S*IN_ITEM_W-1:0]   in_item,
+    input  wire [S-1:0]             in_valid,
+    output wire [S-1:0]             in_pop,
+    output wire [OUT_ITEM_W-1:0]    out_item,
+    output wire                     out_valid,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire                     out_room,       // unused by a stage of one layer that drains dense beats
+    /* verilator lint_on UNUSEDSIGNAL */
+    output reg  [P*VALUE_W-1:0]     dense_data,
+    output reg                      dense_last,
+    output reg                      dense_valid,
+    input  wire                     dense_room,
+    // AXI4 read channels (the write channels are tied off by the core)
     output wire [63:0]              araddr,
     output wire [7:0]               arlen,
     output wire [2:0]               arsize,
@@ -72,325 +83,460 @@ module fg_seq_stage #(
     output reg  [31:0]              perf_vectors
 );
     localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
-    localparam integer IN_ITEM_W = 1 + IN_IDX_W + VALUE_W;  // {last, index, value}
+    localparam integer IN_ITEM_W = 1 + IN_IDX_W + VALUE_W;
     localparam integer LOOP_ITEM_W = 1 + LOOP_IDX_W + VALUE_W;
     localparam integer OUT_ITEM_W = 1 + OUT_IDX_W + VALUE_W;
-    // The PEs write items for both the loop-back and the output channel.
-    localparam integer PE_IDX_W = (LOOP_IDX_W > OUT_IDX_W) ? LOOP_IDX_W : OUT_IDX_W;
-    localparam integer PE_ITEM_W = 1 + PE_IDX_W + VALUE_W;
     localparam integer RD_IDX_W = (LOOP_IDX_W > IN_IDX_W) ? LOOP_IDX_W : IN_IDX_W;
-    localparam integer SLOT_W = 1 + LOCAL_W + W_BITS;  // {valid, local, weight} for the PEs
+    localparam integer RD_ITEM_W = 1 + RD_IDX_W + VALUE_W;
+    localparam integer DR_IDX_W = (LOOP_IDX_W > OUT_IDX_W) ? LOOP_IDX_W : OUT_IDX_W;
+    localparam integer DR_ITEM_W = 1 + DR_IDX_W + VALUE_W;
+    localparam integer ENTRY_W = 2 + LOCAL_W + W_BITS + VALUE_W;
     localparam integer ROW_AW = (ROWS > 1) ? $clog2(ROWS) : 1;
     localparam integer BIAS_AW = (BIAS_ROWS > 1) ? $clog2(BIAS_ROWS) : 1;
     localparam integer LAYER_W = (LAYERS > 1) ? $clog2(LAYERS) : 1;
     localparam integer BEAT_SHIFT = $clog2(4 * P);
-    localparam [31:0] LAST_LAYER = LAYERS - 1;
+    localparam integer ROW_W = START_W + CNT_W;
+    localparam integer WORD_W = 1 + LOCAL_W + COUNT_W + P + P * VALUE_W;
+    localparam integer DRAIN_LATENCY = 6;
+    localparam [31:0] LAST_LAYER32 = LAYERS - 1;
 
-    // ---- layer sequencing ----------------------------------------------------------------------
-    // Descriptor fields, 32 bits each: n_out, depth, row_base, bias_base, dram_lo, dram_hi, shift,
-    // {hi, lo}.
-    localparam [1:0] S_LOAD = 2'd0, S_COMPUTE = 2'd1, S_DRAIN = 2'd2;
-    reg [1:0] state;
+    // ---- layer sequencing -----------------------------------------------------------------------------
+    // LOAD: read the descriptor (two cycles); COMPUTE: the pass's activations and beats; DONE: wait
+    // for every PE; DRAIN: read the bank out.
+    localparam [2:0] S_LOAD = 3'd0, S_LOAD2 = 3'd1, S_LOAD3 = 3'd2, S_COMPUTE = 3'd3, S_DONE = 3'd4,
+                     S_DRAIN = 3'd5;
+    reg [2:0] state;
     reg [LAYER_W-1:0] layer;
+    reg bank;                           // the PEs' bank of this pass
     /* verilator lint_off UNUSEDSIGNAL */
     wire [255:0] desc;  // fixed 32-bit fields: the bits above each field's width are padding
     /* verilator lint_on UNUSEDSIGNAL */
-    wire [31:0] d_n_out = desc[0 +: 32];
-    wire [31:0] d_addresses = desc[32 +: 32];
-    wire [ROW_AW-1:0] d_row_base = desc[64 +: ROW_AW];
-    wire [BIAS_AW-1:0] d_bias_base = desc[96 +: BIAS_AW];
-    wire [63:0] d_dram = desc[128 +: 64];
-    wire [5:0] d_shift = desc[192 +: 6];
-    wire [VALUE_W-1:0] d_lo = desc[224 +: VALUE_W];
-    wire [VALUE_W-1:0] d_hi = desc[240 +: VALUE_W];
+    reg [LOCAL_W-1:0] d_last_address;
+    reg [ROW_AW-1:0] d_row_base;
+    reg [BIAS_AW-1:0] d_bias_base;
+    reg [63:0] d_dram;                  // where the layer's weights are
+    reg [5:0] d_shift;
+    reg [VALUE_W-1:0] d_lo, d_hi;
+    reg [31:0] d_last_outputs;          // real outputs at the last address
     wire first_layer = (layer == {LAYER_W{1'b0}});
-    wire last_layer = ({{(32 - LAYER_W){1'b0}}, layer} == LAST_LAYER);
+    wire last_layer = ({{(32 - LAYER_W){1'b0}}, layer} == LAST_LAYER32);
+    // The serializer finishes a pass's words after the pass has ended and the layer has moved on:
+    // where its items go is the drained layer's, kept from the start of its drain.
+    reg serial_last;
 
-    fg_rom #(.WIDTH(256), .DEPTH(LAYERS), .STYLE(DESC_STYLE), .INIT(DESC_FILE)) u_desc (
+    /* verilator lint_off PINCONNECTEMPTY */
+    fg_rom #(.WIDTH(256), .DEPTH(LAYERS), .PORTS(1), .STYLE(DESC_STYLE), .INIT(DESC_FILE)) u_desc (
         .clk(clk), .en(state == S_LOAD), .addr(layer), .data(desc)
     );
+    /* verilator lint_on PINCONNECTEMPTY */
 
-    // ---- input: the stage's channel for the first layer, the loop-back lanes after -------------
-    // A single-layer stage hands nothing back: its loop-back signals are constants, unused.
+    // ---- input: the channel for the first layer, the loop-back FIFO after -------------------------------
+    wire [LOOP_ITEM_W-1:0] loop_head;
+    wire loop_valid;
     /* verilator lint_off UNUSEDSIGNAL */
-    wire [P*LOOP_ITEM_W-1:0] loop_in_data;
-    wire [P-1:0] loop_in_valid;
-    wire [P-1:0] loop_in_ready;
-    wire [P-1:0] loop_in_mask;
-    wire loop_in_mask_valid;
-    wire loop_in_mask_ready;
+    wire loop_pop;                      // unused by a stage of one layer: it has no loop-back FIFO
     /* verilator lint_on UNUSEDSIGNAL */
-
-    wire [IN_IDX_W-1:0] e_idx;
-    wire [LOOP_IDX_W-1:0] l_idx;
-    wire [VALUE_W-1:0] e_val, l_val;
-    wire e_eov, l_eov, e_valid, l_valid, e_started, l_started;
-    wire r_take;
-    reg vector_started;   // this layer's input mask is loaded: load no other until the next layer
-    wire use_ext = first_layer;
-    wire may_load = state == S_COMPUTE && !vector_started;
-    fg_lane_reader #(.LANES(B), .IDX_W(IN_IDX_W)) u_ext_reader (
-        .clk(clk), .rst(rst),
-        .lane_data(in_data), .lane_valid(in_valid), .lane_ready(in_ready),
-        .mask(in_mask), .mask_valid(in_mask_valid && use_ext && may_load), .mask_ready(in_mask_ready),
-        .out_idx(e_idx), .out_val(e_val), .out_eov(e_eov), .out_valid(e_valid),
-        .out_ready(r_take && use_ext), .started(e_started)
-    );
-
-    // The loop-back channel and its reader, when a layer hands its output to the next one.
-    genvar g;
+    wire [DR_ITEM_W-1:0] drained_item;
+    wire drained_valid;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire loop_room;                     // unused by a stage of one layer that drains dense beats
+    /* verilator lint_on UNUSEDSIGNAL */
     generate
         if (LAYERS > 1) begin : g_loop_back
-            wire [P*LOOP_ITEM_W-1:0] loop_data;
-            wire [P-1:0] loop_valid;
-            wire [P-1:0] loop_ready;
-            wire [P-1:0] loop_mask;
-            wire loop_mask_valid;
-            wire loop_mask_ready;
-            for (g = 0; g < P; g = g + 1) begin : g_loop
-                fg_fifo #(.WIDTH(LOOP_ITEM_W), .DEPTH(LOOP_DEPTH), .STYLE(LOOP_STYLE)) u_fifo (
-                    .clk(clk), .rst(rst),
-                    .in_data(loop_in_data[g*LOOP_ITEM_W +: LOOP_ITEM_W]), .in_valid(loop_in_valid[g]),
-                    .in_ready(loop_in_ready[g]),
-                    .out_data(loop_data[g*LOOP_ITEM_W +: LOOP_ITEM_W]), .out_valid(loop_valid[g]),
-                    .out_ready(loop_ready[g])
-                );
-            end
-            fg_fifo #(.WIDTH(P), .DEPTH(MASK_DEPTH), .STYLE(LOOP_MASK_STYLE)) u_loop_mask (
+            wire [DR_ITEM_W-1:0] to_loop = drained_item;
+            /* verilator lint_off PINCONNECTEMPTY */
+            fg_fifo #(.WIDTH(LOOP_ITEM_W), .DEPTH(LOOP_DEPTH), .SLACK(LOOP_SLACK), .STYLE(LOOP_STYLE)) u_loop (
                 .clk(clk), .rst(rst),
-                .in_data(loop_in_mask), .in_valid(loop_in_mask_valid), .in_ready(loop_in_mask_ready),
-                .out_data(loop_mask), .out_valid(loop_mask_valid), .out_ready(loop_mask_ready)
+                .in_data({to_loop[DR_ITEM_W-1], to_loop[VALUE_W +: LOOP_IDX_W], to_loop[VALUE_W-1:0]}),
+                .in_valid(drained_valid && !serial_last), .in_ready(), .room(loop_room),
+                .out_data(loop_head), .out_valid(loop_valid), .out_ready(loop_pop)
             );
-            fg_lane_reader #(.LANES(P), .IDX_W(LOOP_IDX_W)) u_loop_reader (
-                .clk(clk), .rst(rst),
-                .lane_data(loop_data), .lane_valid(loop_valid), .lane_ready(loop_ready),
-                .mask(loop_mask), .mask_valid(loop_mask_valid && !use_ext && may_load), .mask_ready(loop_mask_ready),
-                .out_idx(l_idx), .out_val(l_val), .out_eov(l_eov), .out_valid(l_valid),
-                .out_ready(r_take && !use_ext), .started(l_started)
-            );
+            /* verilator lint_on PINCONNECTEMPTY */
         end else begin : g_no_loop_back
-            assign loop_in_ready = {P{1'b1}};
-            assign loop_in_mask_ready = 1'b1;
-            assign l_idx = {LOOP_IDX_W{1'b0}};
-            assign l_val = {VALUE_W{1'b0}};
-            assign l_eov = 1'b0;
-            assign l_valid = 1'b0;
-            assign l_started = 1'b0;
+            assign loop_head = {LOOP_ITEM_W{1'b0}};
+            assign loop_valid = 1'b0;
+            assign loop_room = 1'b1;
         end
     endgenerate
-    wire [RD_IDX_W-1:0] e_row, l_row;
-    fg_resize #(.IN_W(IN_IDX_W), .OUT_W(RD_IDX_W), .SIGNED(0)) u_e_row (.in(e_idx), .out(e_row));
-    fg_resize #(.IN_W(LOOP_IDX_W), .OUT_W(RD_IDX_W), .SIGNED(0)) u_l_row (.in(l_idx), .out(l_row));
-    wire [RD_IDX_W-1:0] r_idx = use_ext ? e_row : l_row;
-    wire [VALUE_W-1:0] r_val = use_ext ? e_val : l_val;
-    wire r_eov = use_ext ? e_eov : l_eov;
-    wire r_valid = use_ext ? e_valid : l_valid;
 
-    // ---- S1: row table ---------------------------------------------------------------------------
-    reg s1_valid;
-    reg s1_eov;
-    reg [VALUE_W-1:0] s1_x;
-    reg eov_taken;        // this layer's end has left S1
-    reg eov_loaded;       // this layer's end is in S1 or beyond: read no further
-    wire s2_take;
-    assign r_take = r_valid && (!s1_valid || s2_take) && state == S_COMPUTE && !eov_loaded;
-    wire [START_W+CNT_W-1:0] row;
-    // Row tables of all layers are stacked; the address is wider than any one layer's index.
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire [31:0] row_address = {{(32 - ROW_AW){1'b0}}, d_row_base} + {{(32 - RD_IDX_W){1'b0}}, r_idx};
-    /* verilator lint_on UNUSEDSIGNAL */
-    fg_rom #(.WIDTH(START_W + CNT_W), .DEPTH(ROWS), .STYLE(ROWS_STYLE), .INIT(ROWS_FILE)) u_rows (
-        .clk(clk), .en(r_take), .addr(row_address[ROW_AW-1:0]), .data(row)
+    // The merger sees the input channel's S sub-channels, or the loop-back FIFO on the first and
+    // ended sub-channels on the others; it deals to the one unit.
+    wire computing = state == S_COMPUTE;
+    reg dealt_end;                      // the merger has dealt this pass's end: leave what follows
+    wire [S*RD_ITEM_W-1:0] merge_in;
+    wire [S-1:0] merge_valid, merge_pop;
+    genvar s;
+    generate
+        for (s = 0; s < S; s = s + 1) begin : g_merge_in
+            wire [RD_IDX_W-1:0] in_index, loop_index;
+            fg_resize #(.IN_W(IN_IDX_W), .OUT_W(RD_IDX_W), .SIGNED(0)) u_in (
+                .in(in_item[s*IN_ITEM_W + VALUE_W +: IN_IDX_W]), .out(in_index)
+            );
+            fg_resize #(.IN_W(LOOP_IDX_W), .OUT_W(RD_IDX_W), .SIGNED(0)) u_loop (
+                .in(loop_head[VALUE_W +: LOOP_IDX_W]), .out(loop_index)
+            );
+            wire [RD_ITEM_W-1:0] from_in = {in_item[s*IN_ITEM_W + IN_ITEM_W - 1], in_index,
+                                            in_item[s*IN_ITEM_W +: VALUE_W]};
+            wire [RD_ITEM_W-1:0] from_loop = (s == 0) ? {loop_head[LOOP_ITEM_W-1], loop_index, loop_head[VALUE_W-1:0]}
+                                                      : {1'b1, {(RD_ITEM_W - 1){1'b0}}};
+            assign merge_in[s*RD_ITEM_W +: RD_ITEM_W] = first_layer ? from_in : from_loop;
+            assign merge_valid[s] = computing && !dealt_end && (first_layer ? in_valid[s] : (s == 0 ? loop_valid : 1'b1));
+            assign in_pop[s] = merge_pop[s] && first_layer;
+        end
+    endgenerate
+    assign loop_pop = merge_pop[0] && !first_layer;
+
+    wire [RD_ITEM_W-1:0] dealt, item;
+    wire dealt_valid, item_room, item_valid, item_pop;
+    /* verilator lint_off PINCONNECTEMPTY */
+    wire merged;
+    fg_merger #(.S(S), .K(1), .KB(1), .IDX_W(RD_IDX_W)) u_merger (
+        .clk(clk), .rst(rst),
+        .in_item(merge_in), .in_valid(merge_valid), .in_pop(merge_pop),
+        .out_item(dealt), .out_valid(dealt_valid), .out_room(item_room), .vector_in(merged)
     );
+    always @(posedge clk) begin
+        if (rst || state == S_LOAD) dealt_end <= 1'b0;
+        else if (merged && computing) dealt_end <= 1'b1;
+    end
+    fg_fifo #(.WIDTH(RD_ITEM_W), .DEPTH(ITEM_FIFO_DEPTH), .SLACK(ITEM_SLACK), .STYLE(ITEM_FIFO_STYLE)) u_items (
+        .clk(clk), .rst(rst),
+        .in_data(dealt), .in_valid(dealt_valid), .in_ready(), .room(item_room),
+        .out_data(item), .out_valid(item_valid), .out_ready(item_pop)
+    );
+    /* verilator lint_on PINCONNECTEMPTY */
+
+    // ---- row lookup -> read requests and waiting activations -----------------------------------------
+    wire req_room, act_room;
+    reg l1_valid, l2_valid, l3_valid;
+    reg l1_end, l2_end, l3_end;
+    reg [VALUE_W-1:0] l1_x, l2_x, l3_x;
+    reg [RD_IDX_W-1:0] l1_index;
+    reg ended;                          // this pass's end item has been looked up
+    assign item_pop = item_valid && req_room && act_room && computing && !ended
+                      && !(l1_valid && l1_end) && !(l2_valid && l2_end) && !(l3_valid && l3_end) && !(l4_valid && l4_end);
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [31:0] row_address = {{(32 - ROW_AW){1'b0}}, d_row_base} + {{(32 - RD_IDX_W){1'b0}}, l1_index};
+    /* verilator lint_on UNUSEDSIGNAL */
+    reg [ROW_AW-1:0] l2_row;
+    wire [ROW_W-1:0] row;
+    fg_rom #(.WIDTH(ROW_W), .DEPTH(ROWS), .PORTS(1), .STYLE(ROWS_STYLE), .INIT(ROWS_FILE)) u_rows (
+        .clk(clk), .en(l2_valid), .addr(l2_row), .data(row)
+    );
+    reg l4_valid, l4_end;
+    reg [VALUE_W-1:0] l4_x;
+    always @(posedge clk) begin
+        if (rst || state == S_LOAD) begin
+            l1_valid <= 1'b0;
+            l2_valid <= 1'b0;
+            l3_valid <= 1'b0;
+            l4_valid <= 1'b0;
+            ended <= 1'b0;
+        end else begin
+            l1_valid <= item_pop;
+            l2_valid <= l1_valid;
+            l3_valid <= l2_valid;
+            l4_valid <= l3_valid;
+            if (l4_valid && l4_end) ended <= 1'b1;
+        end
+        {l1_end, l1_index, l1_x} <= item;
+        l2_end <= l1_end;
+        l2_x <= l1_x;
+        l2_row <= row_address[ROW_AW-1:0];
+        l3_end <= l2_end;
+        l3_x <= l2_x;
+        l4_end <= l3_end;
+        l4_x <= l3_x;
+    end
     wire [START_W-1:0] row_start = row[CNT_W +: START_W];
     wire [CNT_W-1:0] row_beats = row[CNT_W-1:0];
-
-    // ---- S2: read requests ------------------------------------------------------------------------
-    wire req_in_ready, xq_in_ready;
-    wire has_beats = (row_beats != {CNT_W{1'b0}});
-    assign s2_take = s1_valid && (s1_eov || !has_beats || (req_in_ready && xq_in_ready));
-    wire push = s2_take && !s1_eov && has_beats;
-    wire [63:0] req_addr = weights + d_dram + ({{(64 - START_W){1'b0}}, row_start} << BEAT_SHIFT);
-
+    // A row with beats becomes a read of them; its activation waits for them.
+    wire push = l4_valid && !l4_end && row_beats != {CNT_W{1'b0}};
+    reg [63:0] req_addr;
+    reg [CNT_W-1:0] req_beats;
+    reg [VALUE_W-1:0] req_x;
+    reg req_push;
     always @(posedge clk) begin
-        if (rst) begin
-            s1_valid <= 1'b0;
-            eov_loaded <= 1'b0;
-            eov_taken <= 1'b0;
-            vector_started <= 1'b0;
-        end else begin
-            if (e_started || l_started) vector_started <= 1'b1;
-            if (r_take) s1_valid <= 1'b1;
-            else if (s2_take) s1_valid <= 1'b0;
-            if (r_take && r_eov) eov_loaded <= 1'b1;
-            if (s2_take && s1_eov) eov_taken <= 1'b1;
-            if (state == S_LOAD) begin
-                eov_loaded <= 1'b0;
-                eov_taken <= 1'b0;
-                vector_started <= 1'b0;
-            end
-        end
-        if (r_take) begin
-            s1_eov <= r_eov;
-            s1_x <= r_val;
-        end
+        req_push <= !rst && push;
+        req_addr <= d_dram + ({{(64 - START_W){1'b0}}, row_start} << BEAT_SHIFT);
+        req_beats <= row_beats;
+        req_x <= l4_x;
     end
 
     wire [63:0] q_addr;
     wire [CNT_W-1:0] q_beats;
-    wire q_valid, q_ready;
-    fg_fifo #(.WIDTH(64 + CNT_W), .DEPTH(REQUEST_DEPTH), .STYLE(REQUEST_STYLE)) u_requests (
+    wire q_valid, q_pop;
+    /* verilator lint_off PINCONNECTEMPTY */
+    fg_fifo #(.WIDTH(64 + CNT_W), .DEPTH(REQUEST_DEPTH), .SLACK(7), .STYLE(REQUEST_STYLE)) u_requests (
         .clk(clk), .rst(rst),
-        .in_data({req_addr, row_beats}), .in_valid(push), .in_ready(req_in_ready),
-        .out_data({q_addr, q_beats}), .out_valid(q_valid), .out_ready(q_ready)
+        .in_data({req_addr, req_beats}), .in_valid(req_push), .in_ready(), .room(req_room),
+        .out_data({q_addr, q_beats}), .out_valid(q_valid), .out_ready(q_pop)
     );
-
-    wire [VALUE_W-1:0] xq_x;
-    wire [CNT_W-1:0] xq_beats;
-    wire xq_valid;
-    wire xq_pop;
-    fg_fifo #(.WIDTH(VALUE_W + CNT_W), .DEPTH(ACTIVATION_DEPTH), .STYLE(ACTIVATION_STYLE)) u_activations (
+    wire [VALUE_W-1:0] act_x;
+    wire [CNT_W-1:0] act_beats;
+    wire act_valid, act_pop;
+    fg_fifo #(.WIDTH(VALUE_W + CNT_W), .DEPTH(ACTIVATION_DEPTH), .SLACK(7), .STYLE(ACTIVATION_STYLE)) u_acts (
         .clk(clk), .rst(rst),
-        .in_data({s1_x, row_beats}), .in_valid(push), .in_ready(xq_in_ready),
-        .out_data({xq_x, xq_beats}), .out_valid(xq_valid), .out_ready(xq_pop)
+        .in_data({req_x, req_beats}), .in_valid(req_push), .in_ready(), .room(act_room),
+        .out_data({act_x, act_beats}), .out_valid(act_valid), .out_ready(act_pop)
     );
+    /* verilator lint_on PINCONNECTEMPTY */
 
     wire reader_idle;
     fg_axi_reader #(.DATA_W(32 * P), .LEN_W(CNT_W), .MAX_BURSTS(MAX_BURSTS)) u_axi (
         .clk(clk), .rst(rst),
-        .req_addr(q_addr), .req_beats(q_beats), .req_valid(q_valid), .req_ready(q_ready),
+        .req_addr(q_addr), .req_beats(q_beats), .req_valid(q_valid), .req_pop(q_pop),
         .araddr(araddr), .arlen(arlen), .arsize(arsize), .arvalid(arvalid), .arready(arready),
         .rvalid(rvalid), .rlast(rlast), .rready(rready), .idle(reader_idle)
     );
 
-    // ---- beats meet their activation ---------------------------------------------------------------
-    reg [CNT_W-1:0] got;            // beats of the queue's head row received so far
+    // ---- beats meet their activation, into the PEs' FIFOs ---------------------------------------------
+    wire ok;                            // every PE FIFO has room (registered)
+    reg [CNT_W-1:0] got;                // beats of the head activation's row received so far
     wire r_fire = rvalid && rready;
-    assign rready = xq_valid;
-    assign xq_pop = r_fire && (got + 1'b1 == xq_beats);
+    assign rready = act_valid && ok;
+    assign act_pop = r_fire && (got + 1'b1 == act_beats);
     always @(posedge clk) begin
         if (rst) got <= {CNT_W{1'b0}};
-        else if (xq_pop) got <= {CNT_W{1'b0}};
+        else if (act_pop) got <= {CNT_W{1'b0}};
         else if (r_fire) got <= got + 1'b1;
     end
+    // Every beat is in: the end entries go to the PEs.
+    wire all_in = ended && !l1_valid && !l2_valid && !l3_valid && !l4_valid && !req_push && !q_valid
+                  && !act_valid && reader_idle;
+    reg end_sent;
+    wire send_end = computing && all_in && !end_sent && ok;
 
-    // Off-chip words are valid<<31 | local<<16 | weight; the PE array takes {valid, local, weight}.
-    wire [P*SLOT_W-1:0] beat_entries;
-    generate
-        for (g = 0; g < P; g = g + 1) begin : g_unpack
-            /* verilator lint_off UNUSEDSIGNAL */
-            wire [31:0] word = rdata[32*g +: 32];  // local and weight fields are wider than needed
-            /* verilator lint_on UNUSEDSIGNAL */
-            assign beat_entries[g*SLOT_W +: SLOT_W] = {word[31], word[16 +: LOCAL_W], word[W_BITS-1:0]};
-        end
-    endgenerate
-
-    wire all_beats_in = eov_taken && !s1_valid && !q_valid && !xq_valid && reader_idle;
-    reg eov_sent;
-    wire eov_issue = state == S_COMPUTE && all_beats_in && !eov_sent;
-    wire issue_bank;
-    // Layers run one at a time and a layer starts only after the previous drain: its bank is free.
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire issue_ok;
-    /* verilator lint_on UNUSEDSIGNAL */
-
-    reg m0_valid, m0_eov, m0_bank;
-    reg [VALUE_W-1:0] m0_x;
-    reg [P*SLOT_W-1:0] m0_entries;
+    reg [P*ENTRY_W-1:0] entry;
+    reg [P-1:0] entry_write;
+    integer q;
     always @(posedge clk) begin
-        if (rst) begin
-            m0_valid <= 1'b0;
-            m0_eov <= 1'b0;
-        end else begin
-            m0_valid <= r_fire;
-            m0_eov <= eov_issue;
+        for (q = 0; q < P; q = q + 1) begin
+            // off-chip slot: valid << 31 | local << 16 | weight
+            entry_write[q] <= !rst && (send_end || (r_fire && rdata[32*q + 31]));
+            entry[q*ENTRY_W +: ENTRY_W] <= {send_end, bank, rdata[32*q + 16 +: LOCAL_W], rdata[32*q +: W_BITS], act_x};
         end
-        m0_x <= xq_x;
-        m0_entries <= beat_entries;
-        m0_bank <= issue_bank;
     end
 
-    // ---- PEs -------------------------------------------------------------------------------------
-    wire draining, drain_waiting, drain_done;
-    wire [P*PE_ITEM_W-1:0] pe_data;
-    wire [P-1:0] pe_valid;
-    wire [P-1:0] pe_ready = last_layer ? out_ready : loop_in_ready;
-    wire [P-1:0] pe_mask;
-    wire pe_mask_valid;
-    wire pe_mask_ready = last_layer ? out_mask_ready : loop_in_mask_ready;
-    // Each channel takes the PEs' items with its own index width: the layer that writes it has
-    // no larger index.
+    // ---- PEs ---------------------------------------------------------------------------------------------
+    wire [P-1:0] pe_ready, pe_room, pe_busy, done0, done1;
+    wire [P*VALUE_W-1:0] y;
+    wire run, whole0, whole1;
+    reg drain_read;
+    reg drain_bank;
+    reg [LOCAL_W-1:0] drain_addr;
+    reg [1:0] drained;
+    wire [P*ACC_W-1:0] bias_row;
+    genvar p;
     generate
-        for (g = 0; g < P; g = g + 1) begin : g_items
-            /* verilator lint_off UNUSEDSIGNAL */
-            wire [PE_ITEM_W-1:0] item = pe_data[g*PE_ITEM_W +: PE_ITEM_W];  // index bits beyond a channel's
-            /* verilator lint_on UNUSEDSIGNAL */
-            assign loop_in_data[g*LOOP_ITEM_W +: LOOP_ITEM_W] =
-                {item[PE_ITEM_W-1], item[VALUE_W +: LOOP_IDX_W], item[VALUE_W-1:0]};
-            assign out_data[g*OUT_ITEM_W +: OUT_ITEM_W] =
-                {item[PE_ITEM_W-1], item[VALUE_W +: OUT_IDX_W], item[VALUE_W-1:0]};
+        for (p = 0; p < P; p = p + 1) begin : g_pe
+            wire [1:0] done;
+            assign done0[p] = done[0];
+            assign done1[p] = done[1];
+            fg_pe #(
+                .K(1), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .ACC_W(ACC_W), .SHIFT_W(6),
+                .FIFO_DEPTH(PE_FIFO_DEPTH), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE)
+            ) u_pe (
+                .clk(clk), .rst(rst), .ready(pe_ready[p]),
+                .in_entry(entry[p*ENTRY_W +: ENTRY_W]), .in_write(entry_write[p]), .in_room(pe_room[p]),
+                .done(done), .drained(drained), .busy(pe_busy[p]),
+                .drain_read(drain_read), .drain_bank(drain_bank), .drain_addr(drain_addr),
+                .bias(bias_row[p*ACC_W +: ACC_W]), .cfg_shift(d_shift), .cfg_lo(d_lo), .cfg_hi(d_hi),
+                .y(y[p*VALUE_W +: VALUE_W])
+            );
         end
     endgenerate
-    assign loop_in_valid = pe_valid & {P{!last_layer}};
-    assign loop_in_mask = pe_mask;
-    assign loop_in_mask_valid = pe_mask_valid && !last_layer;
-    assign out_valid = pe_valid & {P{last_layer}};
-    assign out_mask = pe_mask;
-    assign out_mask_valid = pe_mask_valid && last_layer;
+    fg_all #(.N(P)) u_ready (.clk(clk), .in(pe_ready), .out(run));
+    fg_all #(.N(P)) u_ok (.clk(clk), .in(pe_room), .out(ok));
+    fg_all #(.N(P)) u_whole0 (.clk(clk), .in(done0), .out(whole0));
+    fg_all #(.N(P)) u_whole1 (.clk(clk), .in(done1), .out(whole1));
 
-    fg_pe_array #(
-        .P(P), .ADDRESSES(ADDRESSES), .LOCAL_W(LOCAL_W), .W_BITS(W_BITS), .ACC_W(ACC_W), .IDX_W(PE_IDX_W),
-        .BIAS_ROWS(BIAS_ROWS), .BIAS_FILE(BIAS_FILE), .BIAS_STYLE(BIAS_STYLE), .ACC_STYLE(ACC_STYLE)
-    ) u_pes (
-        .clk(clk), .rst(rst),
-        .mac_valid(m0_valid), .mac_eov(m0_eov), .mac_bank(m0_bank), .mac_x(m0_x), .mac_entries(m0_entries),
-        .vector_issued(eov_issue), .issue_bank(issue_bank), .issue_ok(issue_ok),
-        .cfg_shift(d_shift), .cfg_lo(d_lo), .cfg_hi(d_hi),
-        .cfg_n_out(d_n_out), .cfg_addresses(d_addresses), .cfg_bias_base(d_bias_base),
-        .cfg_dense(DENSE != 0 && last_layer),
-        .lane_data(pe_data), .lane_valid(pe_valid), .lane_ready(pe_ready),
-        .mask_data(pe_mask), .mask_valid(pe_mask_valid), .mask_ready(pe_mask_ready),
-        .dense_data(dense_data), .dense_last(dense_last), .dense_valid(dense_valid), .dense_ready(dense_ready),
-        .draining(draining), .drain_waiting(drain_waiting), .drain_done(drain_done)
+    // ---- drain -------------------------------------------------------------------------------------------
+    wire word_room;
+    wire room = (DENSE != 0 && last_layer) ? dense_room : word_room;
+    reg issuing;
+    reg [LOCAL_W-1:0] next_addr;
+    wire issue = state == S_DRAIN && issuing && room;
+    reg [BIAS_AW-1:0] bias_addr;
+    reg [DRAIN_LATENCY-1:0] in_flight, flight_last;
+    reg [DRAIN_LATENCY*LOCAL_W-1:0] flight_addr;
+    wire y_valid = in_flight[DRAIN_LATENCY-1];
+    wire y_last = flight_last[DRAIN_LATENCY-1];
+    wire [LOCAL_W-1:0] y_addr = flight_addr[(DRAIN_LATENCY-1)*LOCAL_W +: LOCAL_W];
+    wire finish;
+    fg_rom #(.WIDTH(P * ACC_W), .DEPTH(BIAS_ROWS), .PORTS(1), .STYLE(BIAS_STYLE), .INIT(BIAS_FILE)) u_bias (
+        .clk(clk), .en(drain_read), .addr(bias_addr), .data(bias_row)
     );
+    always @(posedge clk) begin
+        if (rst) begin
+            drain_read <= 1'b0;
+            in_flight <= {DRAIN_LATENCY{1'b0}};
+        end else begin
+            drain_read <= issue;
+            in_flight <= {in_flight[DRAIN_LATENCY-2:0], issue};
+        end
+        drain_bank <= bank;
+        drain_addr <= next_addr;
+        bias_addr <= d_bias_base + {{(BIAS_AW - LOCAL_W > 0 ? BIAS_AW - LOCAL_W : 0){1'b0}}, next_addr};
+        flight_last <= {flight_last[DRAIN_LATENCY-2:0], issue && next_addr == d_last_address};
+        flight_addr <= {flight_addr[(DRAIN_LATENCY-1)*LOCAL_W-1:0], next_addr};
+    end
 
+    wire [P-1:0] exists;
+    generate
+        for (p = 0; p < P; p = p + 1) begin : g_exists
+            assign exists[p] = (y_addr != d_last_address) || (p < d_last_outputs);
+        end
+    endgenerate
+
+    // The drained words: W1 values and nonzero outputs, W2 their count; the end word after the last.
+    // A stage whose only layer drains dense beats serializes nothing: W2's word goes unused.
+    reg w1_valid, w1_last, w2_valid, w2_last, end_word;
+    reg [LOCAL_W-1:0] w1_addr;
+    reg [P-1:0] w1_mask;
+    reg [P*VALUE_W-1:0] w1_values;
+    reg [COUNT_W-1:0] count;
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg [LOCAL_W-1:0] w2_addr;
+    reg [P-1:0] w2_mask;
+    reg [P*VALUE_W-1:0] w2_values;
+    reg [COUNT_W-1:0] w2_count;
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire dense_out = DENSE != 0 && last_layer;
+    integer b;
+    always @(*) begin
+        count = {COUNT_W{1'b0}};
+        for (b = 0; b < P; b = b + 1) count = count + w1_mask[b];
+    end
+    always @(posedge clk) begin
+        w1_valid <= !rst && y_valid && !dense_out;
+        w1_last <= y_last;
+        w1_addr <= y_addr;
+        w1_values <= y;
+        for (q = 0; q < P; q = q + 1) begin
+            w1_mask[q] <= exists[q] && y[q*VALUE_W +: VALUE_W] != {VALUE_W{1'b0}};
+        end
+        w2_valid <= !rst && w1_valid;
+        w2_last <= w1_last;
+        w2_addr <= w1_addr;
+        w2_mask <= w1_mask;
+        w2_values <= w1_values;
+        w2_count <= count;
+        end_word <= !rst && w2_valid && w2_last;
+        dense_valid <= !rst && y_valid && dense_out;
+        dense_last <= y_last;
+        for (q = 0; q < P; q = q + 1) begin
+            dense_data[q*VALUE_W +: VALUE_W] <= exists[q] ? y[q*VALUE_W +: VALUE_W] : {VALUE_W{1'b0}};
+        end
+    end
+    assign finish = dense_out ? (dense_valid && dense_last) : end_word;
+
+    // One serializer for the loop-back FIFO and the output channel: the layer it serves says which.
+    // Its items stay with the layer that drained them (the next pass starts only after its end
+    // item). A stage whose only layer drains dense beats has none.
+    generate
+        if (DENSE == 0 || LAYERS > 1) begin : g_serialize
+            wire [WORD_W-1:0] word = end_word ? {1'b1, {(WORD_W - 1){1'b0}}} : {1'b0, w2_addr, w2_count, w2_mask, w2_values};
+            wire [WORD_W-1:0] head;
+            wire head_valid, head_pop;
+            /* verilator lint_off PINCONNECTEMPTY */
+            fg_fifo #(.WIDTH(WORD_W), .DEPTH(WORD_FIFO_DEPTH), .SLACK(DRAIN_SLACK), .STYLE(WORD_FIFO_STYLE)) u_words (
+                .clk(clk), .rst(rst),
+                .in_data(word), .in_valid(w2_valid || end_word), .in_ready(), .room(word_room),
+                .out_data(head), .out_valid(head_valid), .out_ready(head_pop)
+            );
+            /* verilator lint_on PINCONNECTEMPTY */
+            fg_serializer #(
+                .G(P), .GB(GB), .COUNT_W(COUNT_W), .BASE_W(LOCAL_W), .OFFSET(0), .STRIDE_W(PB), .IDX_W(DR_IDX_W)
+            ) u_serializer (
+                .clk(clk), .rst(rst),
+                .word(head), .word_valid(head_valid), .word_pop(head_pop),
+                .item(drained_item), .item_valid(drained_valid), .room(serial_last ? out_room : loop_room)
+            );
+        end else begin : g_dense_only
+            assign word_room = 1'b1;
+            assign drained_item = {DR_ITEM_W{1'b0}};
+            assign drained_valid = 1'b0;
+        end
+    endgenerate
+    assign out_item = {drained_item[DR_ITEM_W-1], drained_item[VALUE_W +: OUT_IDX_W], drained_item[VALUE_W-1:0]};
+    assign out_valid = drained_valid && serial_last;
+    // The loop-back items of a pass are all serialized before the next pass's first look-up:
+    // the pass ends (LOAD) only after the end item has left the serializer.
+    reg passing;                        // the drained words of this pass are still being serialized
+    wire end_serialized = drained_valid && drained_item[DR_ITEM_W-1];
+
+    // ---- the sequence of passes ------------------------------------------------------------------------
     always @(posedge clk) begin
         if (rst) begin
             state <= S_LOAD;
             layer <= {LAYER_W{1'b0}};
-            eov_sent <= 1'b0;
+            bank <= 1'b0;
+            end_sent <= 1'b0;
+            issuing <= 1'b0;
+            drained <= 2'b00;
+            passing <= 1'b0;
+            serial_last <= 1'b0;
         end else begin
+            drained <= 2'b00;
             case (state)
-                S_LOAD: begin
+                S_LOAD: if (run && !passing) state <= S_LOAD2;
+                S_LOAD2: state <= S_LOAD3;
+                S_LOAD3: begin
+                    // the descriptor: n_out, addresses, row_base, bias_base, dram (2 words), shift, {hi, lo}
+                    d_last_address <= desc[32 +: LOCAL_W] - 1'b1;
+                    d_row_base <= desc[64 +: ROW_AW];
+                    d_bias_base <= desc[96 +: BIAS_AW];
+                    d_dram <= weights + desc[128 +: 64];  // the layer's weights: a byte address
+                    d_shift <= desc[192 +: 6];
+                    d_lo <= desc[224 +: VALUE_W];
+                    d_hi <= desc[240 +: VALUE_W];
+                    d_last_outputs <= desc[0 +: 32] - ((desc[32 +: 32] - 32'd1) << PB);
                     state <= S_COMPUTE;
-                    eov_sent <= 1'b0;
+                    end_sent <= 1'b0;
                 end
-                S_COMPUTE: if (eov_issue) begin
-                    eov_sent <= 1'b1;
+                S_COMPUTE: if (send_end) begin
+                    end_sent <= 1'b1;
+                    state <= S_DONE;
+                end
+                S_DONE: if (bank ? whole1 : whole0) begin
                     state <= S_DRAIN;
+                    serial_last <= last_layer;
+                    issuing <= 1'b1;
+                    next_addr <= {LOCAL_W{1'b0}};
                 end
-                default: if (drain_done) begin
-                    state <= S_LOAD;
-                    layer <= last_layer ? {LAYER_W{1'b0}} : layer + 1'b1;
+                default: begin  // S_DRAIN
+                    if (issue) begin
+                        next_addr <= next_addr + 1'b1;
+                        if (next_addr == d_last_address) issuing <= 1'b0;
+                    end
+                    if (finish) begin
+                        state <= S_LOAD;
+                        drained[bank] <= 1'b1;
+                        bank <= !bank;
+                        passing <= !dense_out;
+                        layer <= last_layer ? {LAYER_W{1'b0}} : layer + 1'b1;
+                    end
                 end
             endcase
+            if (end_serialized) passing <= 1'b0;
         end
     end
 
-    // ---- performance counters (per layer) -------------------------------------------------------
-    // A layer's compute runs from the load of its input mask (the whole vector is there) to the
-    // issue of its end, memory waits included; its drain's cycles stalled on full outputs are not
-    // counted.
+    // ---- performance counters (per layer) -------------------------------------------------------------
+    // A pass's compute cycles: while it has activations or beats to handle (memory waits
+    // included), not while its first layer waits for activations from the stage before.
+    wire working = item_valid || l1_valid || l2_valid || l3_valid || l4_valid || req_push || q_valid
+                   || act_valid || !reader_idle || (|pe_busy);
     always @(posedge clk) begin
         if (rst) begin
             perf_busy <= {(32 * LAYERS){1'b0}};
             perf_drain <= {(32 * LAYERS){1'b0}};
             perf_vectors <= 32'd0;
         end else begin
-            if (state == S_COMPUTE && !eov_sent && (vector_started || e_started || l_started))
-                perf_busy[layer*32 +: 32] <= perf_busy[layer*32 +: 32] + 32'd1;
-            if (draining && !drain_waiting) perf_drain[layer*32 +: 32] <= perf_drain[layer*32 +: 32] + 32'd1;
-            if (drain_done && last_layer) perf_vectors <= perf_vectors + 32'd1;
+            if (computing && working) perf_busy[layer*32 +: 32] <= perf_busy[layer*32 +: 32] + 32'd1;
+            if (state == S_DRAIN && (!issuing || room)) perf_drain[layer*32 +: 32] <= perf_drain[layer*32 +: 32] + 32'd1;
+            if (finish && last_layer) perf_vectors <= perf_vectors + 32'd1;
         end
     end
 endmodule

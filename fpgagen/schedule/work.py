@@ -1,0 +1,81 @@
+"""What a layer asks of the engine per vector: the cycles of its issue units, PEs, memory port and
+serializers, on the inputs an `Activity` describes (docs/cost-model.md, "Cycles").
+
+Each function returns one figure per vector (per measured vector, or one expected figure), so
+that the cost model can take the maximum of the parts vector by vector before averaging.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..engine.layout import lane_counts
+from ..engine.relabel import pe_of_outputs
+from .activity import Inputs
+
+
+@dataclass(frozen=True, eq=False)
+class Placement:
+    """A layer's nonzeros over P PEs: which PE owns each output, and so how many nonzeros of each
+    row each PE takes."""
+
+    pes: int
+    pe: np.ndarray  # (out_features,) the PE of each output
+    counts: np.ndarray  # (in_features, pes) nonzeros of row i on PE p
+
+    @cached_property
+    def beats(self) -> np.ndarray:
+        """Weight beats of each row: its most nonzeros on any one PE (fpgagen.engine.layout)."""
+        return self.counts.max(axis=1) if self.counts.size else np.zeros(self.counts.shape[0], dtype=np.int64)
+
+    @cached_property
+    def row_cycles(self) -> np.ndarray:
+        """Cycles an issue unit spends on each row when its activation is nonzero: one a beat,
+        one for a row without any."""
+        return np.maximum(self.beats, 1).astype(np.float64)
+
+
+def place(weights: sp.csr_array, pes: int, relabel: bool) -> Placement:
+    """The placement of a layer on P PEs: output j on PE j mod P, or (`relabel`) as the
+    relabelling pass will put it."""
+    n_out = weights.shape[1]
+    pe = pe_of_outputs(weights, pes) if relabel else np.arange(n_out) % pes
+    return Placement(pes, pe, lane_counts(weights, pes, pe))
+
+
+def issue_cycles(inputs: Inputs, row_cycles: np.ndarray, units: int) -> np.ndarray:
+    """Cycles of the busiest of K issue units, each vector's nonzero activations dealt to them in
+    turn (the merger's round robin)."""
+    if units == 1 or not inputs.measured:
+        return inputs.rows @ row_cycles / units
+    active = inputs.rows > 0
+    turn = (np.cumsum(active, axis=1) - 1) % units
+    return np.max([(active & (turn == unit)) @ row_cycles for unit in range(units)], axis=0)
+
+
+def pe_cycles(inputs: Inputs, counts: np.ndarray) -> np.ndarray:
+    """Cycles of the busiest PE: one per entry it takes."""
+    return (inputs.rows @ counts).max(axis=1)
+
+
+def serializer_cycles(values: Inputs, word: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """Cycles of the busiest of a drain's (or the reader's) serializers: each takes its group of
+    every word and emits one nonzero value a cycle, or spends one cycle on a group without any.
+    `word` and `group` give each value's word and group."""
+    words = int(word.max(initial=-1)) + 1
+    key = group * words + word
+    cells = groups * words
+    if values.measured:
+        onehot = sp.csr_array((np.ones(key.size), (np.arange(key.size), key)), shape=(key.size, cells))
+        nonzero = values.rows @ onehot
+        return np.maximum(nonzero, 1).reshape(-1, groups, words).sum(axis=2).max(axis=1)
+    # expected max(1, m) of a sum of independent indicators: E[m] + P(m = 0)
+    q = values.rows[0]
+    with np.errstate(divide="ignore"):  # log(0) = -inf where a value is always nonzero: P(m = 0) = 0
+        none = np.exp(np.bincount(key, np.log1p(-q), cells))
+    expected = np.bincount(key, q, cells) + none
+    return np.array([expected.reshape(groups, words).sum(axis=1).max()])

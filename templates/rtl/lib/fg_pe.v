@@ -1,0 +1,234 @@
+// One processing element (docs/engine.md, "Processing elements"): it owns the outputs of one
+// column of the relabelled layer and works at its own pace. Each issue unit writes it entries
+// {end, bank, local, weight, x} through a FIFO of its own; the PE takes one entry per cycle from
+// the first FIFO that has one, multiplies, and adds into accumulator `local` of `bank`. Entries
+// are order-free (integer sums), so nothing but the FIFOs is shared with the other PEs.
+//
+// MAC pipeline (never stalls): E1 entry -> E2 product register, accumulator read -> E3 the read's
+// output register; sum -> E4 write. A read can miss the three writes ahead of it, so their sums
+// are forwarded (the matches are found one stage early and registered).
+//
+// An end entry marks the end of a vector on its FIFO; when all K have passed the pipeline, the
+// bank is `done` until the drain, which reads every local address of it (two cycles to the data,
+// like the MAC), clears it as it reads, and requantizes (docs/numerics.md):
+// clamp((acc + bias') >>> shift, lo, hi), where bias' already holds the rounding term 2^(shift-1).
+//
+// After reset the PE clears both banks, one address per cycle, and is `ready` when done: a reset
+// in the middle of a batch leaves no partial sum behind.
+module fg_pe #(
+    parameter integer K = 1,            // issue units, one FIFO each
+    parameter integer LOCAL_W = 1,
+    parameter integer ADDRESSES = 1,
+    parameter integer W_BITS = 8,
+    parameter integer ACC_W = 32,
+    parameter integer SHIFT_W = 6,      // bits of cfg_shift
+    parameter integer FIFO_DEPTH = 32,
+    parameter integer SLACK = 8,        // entries a unit may write before it sees `room` fall
+    parameter FIFO_STYLE = "distributed",
+    parameter ACC_STYLE = "distributed"
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+    output reg                      ready,          // the banks are clear
+    // entries, one FIFO per unit
+    input  wire [K*ENTRY_W-1:0]     in_entry,
+    input  wire [K-1:0]             in_write,
+    output wire [K-1:0]             in_room,
+    output reg  [1:0]               done,           // bank b holds a whole vector
+    input  wire [1:0]               drained,        // the drain has emptied bank b: start counting again
+    output wire                     busy,           // entries waiting or in the pipeline
+    // drain: read and clear `drain_addr` of `drain_bank`; y comes DRAIN_LATENCY cycles later
+    input  wire                     drain_read,
+    input  wire                     drain_bank,
+    input  wire [LOCAL_W-1:0]       drain_addr,
+    input  wire [ACC_W-1:0]         bias,           // bias' of this PE's output at the address, with the data
+    input  wire [SHIFT_W-1:0]       cfg_shift,
+    input  wire [VALUE_W-1:0]       cfg_lo,
+    input  wire [VALUE_W-1:0]       cfg_hi,
+    output reg  [VALUE_W-1:0]       y
+);
+    localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
+    localparam integer ENTRY_W = 2 + LOCAL_W + W_BITS + VALUE_W;  // {end, bank, local, weight, x}
+    localparam integer PROD_W = VALUE_W + W_BITS;
+    localparam integer CMP_W = (ACC_W > VALUE_W) ? ACC_W : VALUE_W + 1;
+    localparam integer KB = (K > 1) ? $clog2(K + 1) : 1;
+    localparam [31:0] LAST_ADDRESS32 = ADDRESSES - 1;
+    localparam [LOCAL_W-1:0] LAST_ADDRESS = LAST_ADDRESS32[LOCAL_W-1:0];
+    localparam [31:0] ALL_ENDS32 = K;
+    localparam [KB-1:0] ALL_ENDS = ALL_ENDS32[KB-1:0];
+
+    // ---- input FIFOs and the choice of the next entry -------------------------------------------
+    wire [K*ENTRY_W-1:0] head;
+    wire [K-1:0] head_valid;
+    reg [K-1:0] take;
+    genvar g;
+    generate
+        for (g = 0; g < K; g = g + 1) begin : g_fifo
+            /* verilator lint_off PINCONNECTEMPTY */
+            fg_fifo #(.WIDTH(ENTRY_W), .DEPTH(FIFO_DEPTH), .SLACK(SLACK), .STYLE(FIFO_STYLE)) u_fifo (
+                .clk(clk), .rst(rst),
+                .in_data(in_entry[g*ENTRY_W +: ENTRY_W]), .in_valid(in_write[g]), .in_ready(),
+                .room(in_room[g]),
+                .out_data(head[g*ENTRY_W +: ENTRY_W]), .out_valid(head_valid[g]), .out_ready(take[g])
+            );
+            /* verilator lint_on PINCONNECTEMPTY */
+        end
+    endgenerate
+
+    integer k;
+    reg [ENTRY_W-1:0] chosen;
+    always @(*) begin
+        take = {K{1'b0}};
+        chosen = head[ENTRY_W-1:0];
+        for (k = K - 1; k >= 0; k = k - 1) begin
+            if (head_valid[k] && ready) begin
+                take = {K{1'b0}};
+                take[k] = 1'b1;
+                chosen = head[k*ENTRY_W +: ENTRY_W];
+            end
+        end
+    end
+
+    // ---- MAC pipeline ----------------------------------------------------------------------------
+    reg e1_valid, e1_end, e1_bank;
+    reg [LOCAL_W-1:0] e1_local;
+    reg signed [W_BITS-1:0] e1_w;
+    reg signed [VALUE_W-1:0] e1_x;
+    reg e2_valid, e2_end, e2_bank;
+    reg [LOCAL_W-1:0] e2_local;
+    reg signed [PROD_W-1:0] e2_prod;
+    reg e3_valid, e3_end, e3_bank;
+    reg [LOCAL_W-1:0] e3_local;
+    reg signed [PROD_W-1:0] e3_prod;
+    reg [2:0] e3_match;                 // which of the three writes ahead holds this address
+    reg e4_valid, e4_end, e4_bank;      // e4: the write; e5, e6: the two before it
+    reg [LOCAL_W-1:0] e4_local;
+    reg [ACC_W-1:0] e4_sum;
+    reg e5_valid, e5_bank;
+    reg [LOCAL_W-1:0] e5_local;
+    reg [ACC_W-1:0] e5_sum, e6_sum;
+    wire [ACC_W-1:0] e3_read;           // the accumulator, read at E1
+
+    wire [ACC_W-1:0] product;
+    fg_resize #(.IN_W(PROD_W), .OUT_W(ACC_W)) u_product (.in(e3_prod), .out(product));
+    wire [ACC_W-1:0] base = e3_match[0] ? e4_sum : e3_match[1] ? e5_sum : e3_match[2] ? e6_sum : e3_read;
+
+    always @(posedge clk) begin
+        if (rst) begin
+            e1_valid <= 1'b0;
+            e2_valid <= 1'b0;
+            e3_valid <= 1'b0;
+            e4_valid <= 1'b0;
+            e5_valid <= 1'b0;
+        end else begin
+            e1_valid <= |take;
+            e2_valid <= e1_valid;
+            e3_valid <= e2_valid;
+            e4_valid <= e3_valid;
+            e5_valid <= e4_valid && !e4_end;
+        end
+        {e1_end, e1_bank, e1_local, e1_w, e1_x} <= chosen;
+        e2_end <= e1_end;
+        e2_bank <= e1_bank;
+        e2_local <= e1_local;
+        e2_prod <= e1_x * e1_w;
+        e3_end <= e2_end;
+        e3_bank <= e2_bank;
+        e3_local <= e2_local;
+        e3_prod <= e2_prod;
+        e3_match <= {e5_valid && e5_bank == e2_bank && e5_local == e2_local,
+                     e4_valid && !e4_end && e4_bank == e2_bank && e4_local == e2_local,
+                     e3_valid && !e3_end && e3_bank == e2_bank && e3_local == e2_local};
+        e4_end <= e3_end;
+        e4_bank <= e3_bank;
+        e4_local <= e3_local;
+        e4_sum <= base + product;
+        e5_bank <= e4_bank;
+        e5_local <= e4_local;
+        e5_sum <= e4_sum;
+        e6_sum <= e5_sum;
+    end
+
+    // The end entries of bank b that have left the pipeline: K of them and the bank is whole.
+    reg [KB-1:0] ends0, ends1;
+    always @(posedge clk) begin
+        if (rst) begin
+            ends0 <= {KB{1'b0}};
+            ends1 <= {KB{1'b0}};
+            done <= 2'b00;
+        end else begin
+            if (drained[0]) ends0 <= {KB{1'b0}};
+            else if (e4_valid && e4_end && !e4_bank) ends0 <= ends0 + 1'b1;
+            if (drained[1]) ends1 <= {KB{1'b0}};
+            else if (e4_valid && e4_end && e4_bank) ends1 <= ends1 + 1'b1;
+            done <= {ends1 == ALL_ENDS && !drained[1], ends0 == ALL_ENDS && !drained[0]};
+        end
+    end
+    assign busy = (|head_valid) || e1_valid || e2_valid || e3_valid || e4_valid;
+
+    // ---- banks: the MAC's or the drain's, and cleared after reset -------------------------------
+    reg [LOCAL_W-1:0] clear_addr;
+    always @(posedge clk) begin
+        if (rst) begin
+            ready <= 1'b0;
+            clear_addr <= {LOCAL_W{1'b0}};
+        end else if (!ready) begin
+            clear_addr <= clear_addr + 1'b1;
+            if (clear_addr == LAST_ADDRESS) ready <= 1'b1;
+        end
+    end
+
+    wire [ACC_W-1:0] read0, read1;
+    reg [ACC_W-1:0] read0_r, read1_r;   // the output registers
+    reg e2_from1, e3_from1;             // the bank the MAC's read came from, at E2 and E3
+    wire drain0 = drain_read && !drain_bank;
+    wire drain1 = drain_read && drain_bank;
+    fg_ram #(.WIDTH(ACC_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank0 (
+        .clk(clk),
+        .we(!ready || drain0 || (e4_valid && !e4_end && !e4_bank)),
+        .waddr(!ready ? clear_addr : drain0 ? drain_addr : e4_local),
+        .wdata((!ready || drain0) ? {ACC_W{1'b0}} : e4_sum),
+        .re(1'b1),
+        .raddr(drain0 ? drain_addr : e1_local),
+        .rdata(read0)
+    );
+    fg_ram #(.WIDTH(ACC_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank1 (
+        .clk(clk),
+        .we(!ready || drain1 || (e4_valid && !e4_end && e4_bank)),
+        .waddr(!ready ? clear_addr : drain1 ? drain_addr : e4_local),
+        .wdata((!ready || drain1) ? {ACC_W{1'b0}} : e4_sum),
+        .re(1'b1),
+        .raddr(drain1 ? drain_addr : e1_local),
+        .rdata(read1)
+    );
+    // The drain and the MAC never use the same bank at once (a vector's entries come only after
+    // the drain of the vector two before), so each read's data is the one it asked for.
+    reg d2_bank;
+    always @(posedge clk) begin
+        read0_r <= read0;
+        read1_r <= read1;
+        e2_from1 <= e1_bank;
+        e3_from1 <= e2_from1;
+        d2_bank <= drain_bank;
+    end
+    assign e3_read = e3_from1 ? read1_r : read0_r;
+
+    // ---- drain: requantize ------------------------------------------------------------------------
+    // d3: the accumulator (with the bias, given at d3) -> r1: total -> r2: shifted -> y: clamped
+    wire [ACC_W-1:0] drained_acc = d2_bank ? read1_r : read0_r;
+    reg signed [ACC_W-1:0] total;
+    reg signed [CMP_W-1:0] shifted;
+    wire [CMP_W-1:0] shifted_wide;
+    wire signed [ACC_W-1:0] total_shifted = total >>> cfg_shift;
+    fg_resize #(.IN_W(ACC_W), .OUT_W(CMP_W)) u_wide (.in(total_shifted), .out(shifted_wide));
+    wire signed [CMP_W-1:0] lo = {{(CMP_W-VALUE_W){cfg_lo[VALUE_W-1]}}, cfg_lo};
+    wire signed [CMP_W-1:0] hi = {{(CMP_W-VALUE_W){cfg_hi[VALUE_W-1]}}, cfg_hi};
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire signed [CMP_W-1:0] clamped = (shifted < lo) ? lo : (shifted > hi) ? hi : shifted;  // upper bits: the sign
+    /* verilator lint_on UNUSEDSIGNAL */
+    always @(posedge clk) begin
+        total <= drained_acc + bias;
+        shifted <= shifted_wide;
+        y <= clamped[VALUE_W-1:0];
+    end
+endmodule

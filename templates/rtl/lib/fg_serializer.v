@@ -1,0 +1,92 @@
+// Turns words of G values (a drained local address of G PEs, or G values of an input beat) into
+// items {end, index, value}, one nonzero value per cycle, lowest first; a word without nonzero
+// values costs one cycle. A word {end, base, count, mask, values}: `mask` marks the nonzero
+// values, `count` how many there are (precomputed by the producer, so that the word's last item
+// is known without counting bits here); value i has index base * STRIDE + OFFSET + i, where
+// STRIDE is a power of two and OFFSET + G <= STRIDE, so the index is a concatenation. An end
+// word (end set) becomes one end item: the vector is over on this sub-channel.
+module fg_serializer #(
+    parameter integer G = 1,            // values per word
+    parameter integer GB = 1,           // bits of a value's position: max(1, log2(G))
+    parameter integer COUNT_W = 1,      // bits of `count`: holds 0..G
+    parameter integer BASE_W = 1,       // bits of `base`
+    parameter integer OFFSET = 0,       // this group's first position in a word of STRIDE values
+    parameter integer STRIDE_W = 0,     // log2(STRIDE)
+    parameter integer IDX_W = 1         // index width of the items written
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+    // the word FIFO's head
+    input  wire [WORD_W-1:0]        word,
+    input  wire                     word_valid,
+    output wire                     word_pop,
+    // the sub-channel FIFO's write side; `room` is its registered flag (enough slack for the
+    // item register below)
+    output reg  [ITEM_W-1:0]        item,
+    output reg                      item_valid,
+    input  wire                     room
+);
+    localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
+    localparam integer ITEM_W = 1 + IDX_W + VALUE_W;  // {end, index, value}
+    localparam integer WORD_W = 1 + BASE_W + COUNT_W + G + G * VALUE_W;
+
+    // the word being serialized
+    reg              held;
+    reg              end_w;
+    reg [BASE_W-1:0] base_w;
+    reg [COUNT_W-1:0] count;      // values still to emit
+    reg [G-1:0]      pending;     // their positions
+    reg [G*VALUE_W-1:0] values;
+
+    // The lowest pending position, one-hot; and its value and number.
+    wire [G-1:0] lowest = pending & ~(pending - 1'b1);
+    reg [VALUE_W-1:0] value;
+    reg [GB-1:0] position;
+    integer i;
+    always @(*) begin
+        value = {VALUE_W{1'b0}};
+        position = {GB{1'b0}};
+        for (i = 0; i < G; i = i + 1) begin
+            if (lowest[i]) begin
+                value = value | values[i*VALUE_W +: VALUE_W];
+                position = position | i[GB-1:0];
+            end
+        end
+    end
+
+    wire emit_end = held && end_w && room;
+    wire emit_value = held && !end_w && count != {COUNT_W{1'b0}} && room;
+    wire done = emit_end || (held && !end_w && (count == {COUNT_W{1'b0}} ||
+                                                 (count == {{(COUNT_W-1){1'b0}}, 1'b1} && room)));
+    assign word_pop = word_valid && (!held || done);
+
+    // The item's index: base, then this group's offset with the position in it.
+    localparam [31:0] OFFSET32 = OFFSET;
+    wire [BASE_W+STRIDE_W-1:0] index;
+    generate
+        if (STRIDE_W == 0) begin : g_base
+            assign index = base_w;
+        end else begin : g_offset
+            wire [STRIDE_W-1:0] low_bits = OFFSET32[STRIDE_W-1:0] | {{(STRIDE_W - GB){1'b0}}, position};
+            assign index = {base_w, low_bits};
+        end
+    endgenerate
+
+    always @(posedge clk) begin
+        if (rst) begin
+            held <= 1'b0;
+            item_valid <= 1'b0;
+        end else begin
+            item_valid <= emit_end || emit_value;
+            if (word_pop) held <= 1'b1;
+            else if (done) held <= 1'b0;
+        end
+        item <= {emit_end, index[IDX_W-1:0], emit_end ? {VALUE_W{1'b0}} : value};
+        if (word_pop) begin
+            {end_w, base_w, count, pending, values} <= word;
+        end else if (emit_value) begin
+            count <= count - 1'b1;
+            pending <= pending & (pending - 1'b1);
+        end
+    end
+endmodule

@@ -1,0 +1,361 @@
+// A dataflow stage (docs/engine.md): one layer on P PEs with its weights in on-chip ROM.
+//
+// merger -> K issue units (row table and weight ROM ports) -> a FIFO per unit at every PE -> P PEs,
+// each at its own pace, into two banks -> drain (requantize) -> K serializers into the output
+// channel, or dense beats for the model's last layer. Vector v fills bank v mod 2 while the drain
+// empties the other one. Wide flags (every PE FIFO has room, every PE is done with a bank) are
+// registered ANDs (fg_all); the drain issues an address only when every output FIFO has room for
+// all the words in flight.
+module fg_stage #(
+    parameter integer S = 1,            // sub-channels of the input channel
+    parameter integer K = 1,            // issue units; also the sub-channels of the output channel
+    parameter integer KB = 1,           // max(1, log2(K))
+    parameter integer P = 1,
+    parameter integer G = 1,            // PEs per output group: P / K
+    parameter integer GB = 1,           // max(1, log2(G))
+    parameter integer PB = 0,           // log2(P)
+    parameter integer COUNT_W = 1,      // bits holding 0..G
+    parameter integer IN_IDX_W = 1,
+    parameter integer OUT_IDX_W = 1,
+    parameter integer N_IN = 1,
+    parameter integer N_OUT = 1,
+    parameter integer ADDRESSES = 1,
+    parameter integer LOCAL_W = 1,
+    parameter integer BEATS = 1,
+    parameter integer START_W = 1,
+    parameter integer CNT_W = 1,
+    parameter integer W_BITS = 8,
+    parameter integer ACC_W = 32,
+    parameter integer SHIFT = 0,
+    parameter integer LO = -32768,
+    parameter integer HI = 32767,
+    parameter integer DENSE = 0,        // the model's last layer: dense beats out
+    parameter integer PE_FIFO_DEPTH = 32,
+    parameter integer PE_SLACK = 8,
+    parameter integer ITEM_FIFO_DEPTH = 8,
+    parameter integer ITEM_SLACK = 3,    // the merger's output register and the flag's own register
+    parameter integer ROW_FIFO_DEPTH = 8,
+    parameter integer WORD_FIFO_DEPTH = 32,
+    parameter integer DRAIN_SLACK = 12,  // words in flight: six to y, two word registers, the end word, the flag's register
+    parameter ROWS_FILE = "",
+    parameter WEIGHTS_FILE = "",
+    parameter BIAS_FILE = "",
+    parameter ROWS_STYLE = "block",     // memory kinds, as the engine plan chose them
+    parameter WEIGHTS_STYLE = "block",
+    parameter BIAS_STYLE = "block",
+    parameter ACC_STYLE = "distributed",
+    parameter PE_FIFO_STYLE = "distributed",
+    parameter ITEM_FIFO_STYLE = "distributed",
+    parameter ROW_FIFO_STYLE = "distributed",
+    parameter WORD_FIFO_STYLE = "distributed"
+) (
+    input  wire                     clk,
+    input  wire                     rst,
+    input  wire [S*IN_ITEM_W-1:0]   in_item,
+    input  wire [S-1:0]             in_valid,
+    output wire [S-1:0]             in_pop,
+    output wire [K*OUT_ITEM_W-1:0]  out_item,
+    output wire [K-1:0]             out_valid,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [K-1:0]             out_room,       // registered, slack for the serializers' register (unused: dense)
+    /* verilator lint_on UNUSEDSIGNAL */
+    output reg  [P*VALUE_W-1:0]     dense_data,
+    output reg                      dense_last,
+    output reg                      dense_valid,
+    input  wire                     dense_room,     // registered, DRAIN_SLACK free
+    output reg  [31:0]              perf_busy,      // cycles with work in the units or the PEs
+    output reg  [31:0]              perf_drain,     // drain cycles, waits for output room excluded
+    output reg  [31:0]              perf_vectors
+);
+    localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
+    localparam integer IN_ITEM_W = 1 + IN_IDX_W + VALUE_W;
+    localparam integer OUT_ITEM_W = 1 + OUT_IDX_W + VALUE_W;
+    localparam integer SLOT_W = 1 + LOCAL_W + W_BITS;
+    localparam integer ENTRY_W = 2 + LOCAL_W + W_BITS + VALUE_W;
+    localparam integer ROW_AW = (N_IN > 1) ? $clog2(N_IN) : 1;
+    localparam integer BEAT_AW = (BEATS > 1) ? $clog2(BEATS) : 1;
+    localparam integer ROW_W = START_W + CNT_W;
+    localparam integer ROM_COPIES = (K + 1) / 2;   // a block RAM has two ports
+    localparam integer WORD_W = 1 + LOCAL_W + COUNT_W + G + G * VALUE_W;
+    localparam integer DRAIN_LATENCY = 6;          // address decided -> y at the PEs
+    localparam [31:0] LAST_ADDRESS32 = ADDRESSES - 1;
+    localparam [LOCAL_W-1:0] LAST_ADDRESS = LAST_ADDRESS32[LOCAL_W-1:0];
+    localparam integer LAST_OUTPUTS = N_OUT - (ADDRESSES - 1) * P;  // real outputs at the last address
+    localparam [31:0] SHIFT32 = SHIFT;
+    localparam [31:0] LO32 = LO;
+    localparam [31:0] HI32 = HI;
+
+    // ---- merger and the units' activation FIFOs ----------------------------------------------------
+    wire [K*IN_ITEM_W-1:0] dealt;
+    wire [K-1:0] dealt_valid, item_room;
+    wire [K*IN_ITEM_W-1:0] item;
+    wire [K-1:0] item_valid, item_pop;
+    /* verilator lint_off PINCONNECTEMPTY */
+    fg_merger #(.S(S), .K(K), .KB(KB), .IDX_W(IN_IDX_W)) u_merger (
+        .clk(clk), .rst(rst),
+        .in_item(in_item), .in_valid(in_valid), .in_pop(in_pop),
+        .out_item(dealt), .out_valid(dealt_valid), .out_room(item_room), .vector_in()
+    );
+    /* verilator lint_on PINCONNECTEMPTY */
+
+    // ---- PE readiness, units, ROMs -------------------------------------------------------------------
+    wire [P-1:0] pe_ready;
+    wire run;
+    fg_all #(.N(P)) u_ready (.clk(clk), .in(pe_ready), .out(run));
+
+    wire [K-1:0] row_en, beat_en;
+    wire [K*ROW_AW-1:0] row_addr;
+    wire [K*ROW_W-1:0] row_data;
+    wire [K*BEAT_AW-1:0] beat_addr;
+    wire [K*P*SLOT_W-1:0] beat_data;
+    wire [K*P*ENTRY_W-1:0] entry;       // unit u's entries for its PEs
+    wire [K*P-1:0] entry_write;
+    wire [P*K-1:0] pe_room;             // PE p's FIFO for unit u at p*K + u
+    wire [K-1:0] ok;
+    wire [K-1:0] unit_working;
+    reg [1:0] drained_vectors;
+
+    genvar u, c, p;
+    generate
+        for (u = 0; u < K; u = u + 1) begin : g_unit
+            /* verilator lint_off PINCONNECTEMPTY */
+            fg_fifo #(.WIDTH(IN_ITEM_W), .DEPTH(ITEM_FIFO_DEPTH), .SLACK(ITEM_SLACK), .STYLE(ITEM_FIFO_STYLE)) u_items (
+                .clk(clk), .rst(rst),
+                .in_data(dealt[u*IN_ITEM_W +: IN_ITEM_W]), .in_valid(dealt_valid[u]), .in_ready(),
+                .room(item_room[u]),
+                .out_data(item[u*IN_ITEM_W +: IN_ITEM_W]), .out_valid(item_valid[u]), .out_ready(item_pop[u])
+            );
+            fg_unit #(
+                .P(P), .IDX_W(IN_IDX_W), .ROW_AW(ROW_AW), .START_W(START_W), .CNT_W(CNT_W), .BEAT_AW(BEAT_AW),
+                .SLOT_W(SLOT_W), .LOCAL_W(LOCAL_W), .W_BITS(W_BITS), .ROW_FIFO_DEPTH(ROW_FIFO_DEPTH),
+                .ROW_FIFO_STYLE(ROW_FIFO_STYLE)
+            ) u_unit (
+                .clk(clk), .rst(rst), .run(run),
+                .item(item[u*IN_ITEM_W +: IN_ITEM_W]), .item_valid(item_valid[u]), .item_pop(item_pop[u]),
+                .row_en(row_en[u]), .row_addr(row_addr[u*ROW_AW +: ROW_AW]), .row_data(row_data[u*ROW_W +: ROW_W]),
+                .beat_en(beat_en[u]), .beat_addr(beat_addr[u*BEAT_AW +: BEAT_AW]),
+                .beat_data(beat_data[u*P*SLOT_W +: P*SLOT_W]),
+                .entry(entry[u*P*ENTRY_W +: P*ENTRY_W]), .entry_write(entry_write[u*P +: P]), .ok(ok[u]),
+                .drained_vectors(drained_vectors), .vector_issued(), .working(unit_working[u])
+            );
+            /* verilator lint_on PINCONNECTEMPTY */
+            // Every PE's FIFO of this unit has room.
+            wire [P-1:0] rooms;
+            for (p = 0; p < P; p = p + 1) begin : g_room
+                assign rooms[p] = pe_room[p*K + u];
+            end
+            fg_all #(.N(P)) u_ok (.clk(clk), .in(rooms), .out(ok[u]));
+        end
+        for (c = 0; c < ROM_COPIES; c = c + 1) begin : g_rom
+            localparam integer PORTS = (K - 2 * c) < 2 ? (K - 2 * c) : 2;
+            fg_rom #(.WIDTH(ROW_W), .DEPTH(N_IN), .PORTS(PORTS), .STYLE(ROWS_STYLE), .INIT(ROWS_FILE)) u_rows (
+                .clk(clk), .en(row_en[2*c +: PORTS]), .addr(row_addr[2*c*ROW_AW +: PORTS*ROW_AW]),
+                .data(row_data[2*c*ROW_W +: PORTS*ROW_W])
+            );
+            fg_rom #(.WIDTH(P * SLOT_W), .DEPTH(BEATS), .PORTS(PORTS), .STYLE(WEIGHTS_STYLE), .INIT(WEIGHTS_FILE))
+                u_weights (
+                .clk(clk), .en(beat_en[2*c +: PORTS]), .addr(beat_addr[2*c*BEAT_AW +: PORTS*BEAT_AW]),
+                .data(beat_data[2*c*P*SLOT_W +: PORTS*P*SLOT_W])
+            );
+        end
+    endgenerate
+
+    // ---- PEs -------------------------------------------------------------------------------------------
+    wire [2*P-1:0] pe_done;             // PE p's bank b at p*2 + b
+    wire [P-1:0] pe_busy;
+    wire [P*VALUE_W-1:0] y;
+    reg drain_read;
+    reg drain_bank;
+    reg [LOCAL_W-1:0] drain_addr;
+    reg [1:0] drained;
+    wire [P*ACC_W-1:0] bias_row;
+    generate
+        for (p = 0; p < P; p = p + 1) begin : g_pe
+            wire [K*ENTRY_W-1:0] in_entry;
+            wire [K-1:0] in_write;
+            for (u = 0; u < K; u = u + 1) begin : g_in
+                assign in_entry[u*ENTRY_W +: ENTRY_W] = entry[(u*P + p)*ENTRY_W +: ENTRY_W];
+                assign in_write[u] = entry_write[u*P + p];
+            end
+            fg_pe #(
+                .K(K), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .ACC_W(ACC_W), .SHIFT_W(6),
+                .FIFO_DEPTH(PE_FIFO_DEPTH), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE)
+            ) u_pe (
+                .clk(clk), .rst(rst), .ready(pe_ready[p]),
+                .in_entry(in_entry), .in_write(in_write), .in_room(pe_room[p*K +: K]),
+                .done(pe_done[p*2 +: 2]), .drained(drained), .busy(pe_busy[p]),
+                .drain_read(drain_read), .drain_bank(drain_bank), .drain_addr(drain_addr),
+                .bias(bias_row[p*ACC_W +: ACC_W]), .cfg_shift(SHIFT32[5:0]), .cfg_lo(LO32[VALUE_W-1:0]),
+                .cfg_hi(HI32[VALUE_W-1:0]), .y(y[p*VALUE_W +: VALUE_W])
+            );
+        end
+    endgenerate
+
+    // A bank is whole when every PE is done with it.
+    wire [P-1:0] done0, done1;
+    generate
+        for (p = 0; p < P; p = p + 1) begin : g_done
+            assign done0[p] = pe_done[p*2];
+            assign done1[p] = pe_done[p*2 + 1];
+        end
+    endgenerate
+    wire whole0, whole1;
+    fg_all #(.N(P)) u_whole0 (.clk(clk), .in(done0), .out(whole0));
+    fg_all #(.N(P)) u_whole1 (.clk(clk), .in(done1), .out(whole1));
+
+    // ---- drain -----------------------------------------------------------------------------------------
+    wire [K-1:0] word_room;
+    wire room = DENSE != 0 ? dense_room : &word_room;
+    reg draining;                       // a bank is being drained
+    reg issuing;                        // ... and addresses are left to read
+    reg [LOCAL_W-1:0] next_addr;
+    wire bank = drained_vectors[0];
+    wire issue = issuing && room;
+    wire finish;                        // the bank's last output (or end word) is written now
+    // address decided (issue) -> broadcast -> y, with the address and its being the last
+    reg [DRAIN_LATENCY-1:0] in_flight;
+    reg [DRAIN_LATENCY-1:0] flight_last;
+    reg [DRAIN_LATENCY*LOCAL_W-1:0] flight_addr;
+    wire y_valid = in_flight[DRAIN_LATENCY-1];
+    wire y_last = flight_last[DRAIN_LATENCY-1];
+    wire [LOCAL_W-1:0] y_addr = flight_addr[(DRAIN_LATENCY-1)*LOCAL_W +: LOCAL_W];
+
+    fg_rom #(.WIDTH(P * ACC_W), .DEPTH(ADDRESSES), .PORTS(1), .STYLE(BIAS_STYLE), .INIT(BIAS_FILE)) u_bias (
+        .clk(clk), .en(drain_read), .addr(drain_addr), .data(bias_row)
+    );
+
+    always @(posedge clk) begin
+        if (rst) begin
+            drained_vectors <= 2'd0;
+            draining <= 1'b0;
+            issuing <= 1'b0;
+            drain_read <= 1'b0;
+            drained <= 2'b00;
+            in_flight <= {DRAIN_LATENCY{1'b0}};
+        end else begin
+            drain_read <= issue;
+            drained <= 2'b00;
+            in_flight <= {in_flight[DRAIN_LATENCY-2:0], issue};
+            if (!draining) begin
+                if (bank ? whole1 : whole0) begin
+                    draining <= 1'b1;
+                    issuing <= 1'b1;
+                    next_addr <= {LOCAL_W{1'b0}};
+                end
+            end else if (issue) begin
+                next_addr <= next_addr + 1'b1;
+                if (next_addr == LAST_ADDRESS) issuing <= 1'b0;
+            end
+            if (finish) begin
+                draining <= 1'b0;
+                drained[bank] <= 1'b1;
+                drained_vectors <= drained_vectors + 2'd1;
+            end
+        end
+        drain_bank <= bank;
+        drain_addr <= next_addr;
+        flight_last <= {flight_last[DRAIN_LATENCY-2:0], issue && next_addr == LAST_ADDRESS};
+        flight_addr <= {flight_addr[(DRAIN_LATENCY-1)*LOCAL_W-1:0], next_addr};
+    end
+
+    // Outputs that exist: all of them but at the last address, where only LAST_OUTPUTS do.
+    wire [P-1:0] exists;
+    generate
+        for (p = 0; p < P; p = p + 1) begin : g_exists
+            assign exists[p] = (y_addr != LAST_ADDRESS) || (p < LAST_OUTPUTS);
+        end
+    endgenerate
+
+    generate
+        if (DENSE != 0) begin : g_dense
+            // The model's last layer: a beat of P values per address, zeros past the last output.
+            integer q;
+            always @(posedge clk) begin
+                dense_valid <= !rst && y_valid;
+                dense_last <= y_last;
+                for (q = 0; q < P; q = q + 1) begin
+                    dense_data[q*VALUE_W +: VALUE_W] <= exists[q] ? y[q*VALUE_W +: VALUE_W] : {VALUE_W{1'b0}};
+                end
+            end
+            assign finish = dense_valid && dense_last;
+            assign word_room = {K{1'b1}};
+            assign out_item = {(K * OUT_ITEM_W){1'b0}};
+            assign out_valid = {K{1'b0}};
+        end else begin : g_sparse
+            // W1: the values and which are nonzero outputs; W2: per group the count of them too;
+            // then into the group's word FIFO {end, address, count, mask, values}; after the last
+            // address's words, an end word.
+            reg w1_valid, w1_last, w2_valid, w2_last, end_word;
+            reg [LOCAL_W-1:0] w1_addr, w2_addr;
+            reg [P-1:0] w1_mask, w2_mask;
+            reg [P*VALUE_W-1:0] w1_values, w2_values;
+            integer q;
+            always @(posedge clk) begin
+                w1_valid <= !rst && y_valid;
+                w1_last <= y_last;
+                w1_addr <= y_addr;
+                w1_values <= y;
+                for (q = 0; q < P; q = q + 1) begin
+                    w1_mask[q] <= exists[q] && y[q*VALUE_W +: VALUE_W] != {VALUE_W{1'b0}};
+                end
+                w2_valid <= !rst && w1_valid;
+                w2_last <= w1_last;
+                w2_addr <= w1_addr;
+                w2_mask <= w1_mask;
+                w2_values <= w1_values;
+                end_word <= !rst && w2_valid && w2_last;
+            end
+            assign finish = end_word;
+            always @(posedge clk) begin
+                dense_valid <= 1'b0;
+                dense_last <= 1'b0;
+                dense_data <= {(P * VALUE_W){1'b0}};
+            end
+            for (c = 0; c < K; c = c + 1) begin : g_group
+                reg [COUNT_W-1:0] count, w2_count;
+                integer b;
+                always @(*) begin
+                    count = {COUNT_W{1'b0}};
+                    for (b = 0; b < G; b = b + 1) count = count + w1_mask[c*G + b];
+                end
+                always @(posedge clk) w2_count <= count;
+                wire [WORD_W-1:0] word = end_word ? {1'b1, {(WORD_W - 1){1'b0}}}
+                    : {1'b0, w2_addr, w2_count, w2_mask[c*G +: G], w2_values[c*G*VALUE_W +: G*VALUE_W]};
+                wire [WORD_W-1:0] head;
+                wire head_valid, head_pop;
+                /* verilator lint_off PINCONNECTEMPTY */
+                fg_fifo #(.WIDTH(WORD_W), .DEPTH(WORD_FIFO_DEPTH), .SLACK(DRAIN_SLACK), .STYLE(WORD_FIFO_STYLE))
+                    u_words (
+                    .clk(clk), .rst(rst),
+                    .in_data(word), .in_valid(w2_valid || end_word), .in_ready(), .room(word_room[c]),
+                    .out_data(head), .out_valid(head_valid), .out_ready(head_pop)
+                );
+                /* verilator lint_on PINCONNECTEMPTY */
+                fg_serializer #(
+                    .G(G), .GB(GB), .COUNT_W(COUNT_W), .BASE_W(LOCAL_W), .OFFSET(c * G), .STRIDE_W(PB),
+                    .IDX_W(OUT_IDX_W)
+                ) u_serializer (
+                    .clk(clk), .rst(rst),
+                    .word(head), .word_valid(head_valid), .word_pop(head_pop),
+                    .item(out_item[c*OUT_ITEM_W +: OUT_ITEM_W]), .item_valid(out_valid[c]), .room(out_room[c])
+                );
+            end
+        end
+    endgenerate
+
+    // ---- performance counters ----------------------------------------------------------------------
+    // A vector's compute cycles: the units issue or the PEs work; cycles when both only wait
+    // (for activations from the stage before, or for a bank the drain has not emptied) are the
+    // pipeline's, not this layer's.
+    always @(posedge clk) begin
+        if (rst) begin
+            perf_busy <= 32'd0;
+            perf_drain <= 32'd0;
+            perf_vectors <= 32'd0;
+        end else begin
+            if ((|unit_working) || (|pe_busy)) perf_busy <= perf_busy + 32'd1;
+            if (draining && (!issuing || room)) perf_drain <= perf_drain + 32'd1;
+            if (finish) perf_vectors <= perf_vectors + 32'd1;
+        end
+    end
+endmodule
