@@ -19,11 +19,12 @@ module fg_control (
     reg [31:0] to_read;
     reg [31:0] to_write;
     reg wrote;                      // vector_out, registered
+    reg reading;                    // to_read != 0, kept a register so that in_enable is one gate
 
     assign ap_idle = !running;
     assign ap_done = done;
     assign ap_ready = done;
-    assign in_enable = running && (to_read != 32'd0);
+    assign in_enable = running && reading;
 
     always @(posedge clk) begin
         done <= 1'b0;
@@ -32,14 +33,17 @@ module fg_control (
             running <= 1'b0;
             to_read <= 32'd0;
             to_write <= 32'd0;
+            reading <= 1'b0;
         end else if (!running) begin
             if (ap_start && !done) begin
                 running <= 1'b1;
                 to_read <= batch;
                 to_write <= batch;
+                reading <= batch != 32'd0;
             end
         end else begin
             if (vector_in) to_read <= to_read - 32'd1;
+            if (vector_in && to_read == 32'd1) reading <= 1'b0;
             if (wrote) to_write <= to_write - 32'd1;
             if (to_write == 32'd0 || (wrote && to_write == 32'd1)) begin
                 running <= 1'b0;

@@ -163,6 +163,11 @@ module fg_seq_stage #(
     // ended sub-channels on the others; it deals to the one unit.
     wire computing = state == S_COMPUTE;
     reg dealt_end;                      // the merger has dealt this pass's end: leave what follows
+    // Registered a cycle ahead, so that no state decoding sits in front of the merger (timing):
+    // `open`, the merger may take items (computing, this pass's end not dealt yet); `from_input`,
+    // they come from the input channel (the first layer), else from the loop-back FIFO.
+    reg open, from_input;
+    wire merged;
     wire [S*RD_ITEM_W-1:0] merge_in;
     wire [S-1:0] merge_valid, merge_pop;
     genvar s;
@@ -179,17 +184,16 @@ module fg_seq_stage #(
                                             in_item[s*IN_ITEM_W +: VALUE_W]};
             wire [RD_ITEM_W-1:0] from_loop = (s == 0) ? {loop_head[LOOP_ITEM_W-1], loop_index, loop_head[VALUE_W-1:0]}
                                                       : {1'b1, {(RD_ITEM_W - 1){1'b0}}};
-            assign merge_in[s*RD_ITEM_W +: RD_ITEM_W] = first_layer ? from_in : from_loop;
-            assign merge_valid[s] = computing && !dealt_end && (first_layer ? in_valid[s] : (s == 0 ? loop_valid : 1'b1));
-            assign in_pop[s] = merge_pop[s] && first_layer;
+            assign merge_in[s*RD_ITEM_W +: RD_ITEM_W] = from_input ? from_in : from_loop;
+            assign merge_valid[s] = open && (from_input ? in_valid[s] : (s == 0 ? loop_valid : 1'b1));
+            assign in_pop[s] = merge_pop[s] && from_input;
         end
     endgenerate
-    assign loop_pop = merge_pop[0] && !first_layer;
+    assign loop_pop = merge_pop[0] && !from_input;
 
     wire [RD_ITEM_W-1:0] dealt, item;
     wire dealt_valid, item_room, item_valid, item_pop;
     /* verilator lint_off PINCONNECTEMPTY */
-    wire merged;
     fg_merger #(.S(S), .K(1), .KB(1), .IDX_W(RD_IDX_W)) u_merger (
         .clk(clk), .rst(rst),
         .in_item(merge_in), .in_valid(merge_valid), .in_pop(merge_pop),
@@ -198,6 +202,8 @@ module fg_seq_stage #(
     always @(posedge clk) begin
         if (rst || state == S_LOAD) dealt_end <= 1'b0;
         else if (merged && computing) dealt_end <= 1'b1;
+        open <= !rst && (state == S_LOAD3 || (computing && !dealt_end && !merged));
+        from_input <= first_layer;  // the layer changes at the end of a drain, cycles before LOAD3
     end
     fg_fifo #(.WIDTH(RD_ITEM_W), .DEPTH(ITEM_FIFO_DEPTH), .SLACK(ITEM_SLACK), .STYLE(ITEM_FIFO_STYLE)) u_items (
         .clk(clk), .rst(rst),
@@ -213,8 +219,8 @@ module fg_seq_stage #(
     reg [VALUE_W-1:0] l1_x, l2_x, l3_x;
     reg [RD_IDX_W-1:0] l1_index;
     reg ended;                          // this pass's end item has been looked up
-    assign item_pop = item_valid && req_room && act_room && computing && !ended
-                      && !(l1_valid && l1_end) && !(l2_valid && l2_end) && !(l3_valid && l3_end) && !(l4_valid && l4_end);
+    reg end_taken;                      // this pass's end item has left the item FIFO: take no more
+    assign item_pop = item_valid && req_room && act_room && computing && !end_taken;
     /* verilator lint_off UNUSEDSIGNAL */
     wire [31:0] row_address = {{(32 - ROW_AW){1'b0}}, d_row_base} + {{(32 - RD_IDX_W){1'b0}}, l1_index};
     /* verilator lint_on UNUSEDSIGNAL */
@@ -232,7 +238,9 @@ module fg_seq_stage #(
             l3_valid <= 1'b0;
             l4_valid <= 1'b0;
             ended <= 1'b0;
+            end_taken <= 1'b0;
         end else begin
+            if (item_pop && item[RD_ITEM_W-1]) end_taken <= 1'b1;
             l1_valid <= item_pop;
             l2_valid <= l1_valid;
             l3_valid <= l2_valid;

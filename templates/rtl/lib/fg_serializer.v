@@ -36,10 +36,11 @@ module fg_serializer #(
     reg [BASE_W-1:0] base_w;
     reg [COUNT_W-1:0] count;      // values still to emit
     reg [G-1:0]      pending;     // their positions
+    reg [G-1:0]      sel;         // the lowest of them, one-hot: found a cycle ahead, so that no
+                                  // carry chain sits in front of the value multiplexer (timing)
     reg [G*VALUE_W-1:0] values;
 
-    // The lowest pending position, one-hot; and its value and number.
-    wire [G-1:0] lowest = pending & ~(pending - 1'b1);
+    // The selected value and its number.
     reg [VALUE_W-1:0] value;
     reg [GB-1:0] position;
     integer i;
@@ -47,12 +48,14 @@ module fg_serializer #(
         value = {VALUE_W{1'b0}};
         position = {GB{1'b0}};
         for (i = 0; i < G; i = i + 1) begin
-            if (lowest[i]) begin
+            if (sel[i]) begin
                 value = value | values[i*VALUE_W +: VALUE_W];
                 position = position | i[GB-1:0];
             end
         end
     end
+    wire [G-1:0] word_mask = word[G*VALUE_W +: G];
+    wire [G-1:0] rest = pending & ~sel;   // what is left once `sel` is emitted
 
     wire emit_end = held && end_w && room;
     wire emit_value = held && !end_w && count != {COUNT_W{1'b0}} && room;
@@ -84,9 +87,11 @@ module fg_serializer #(
         item <= {emit_end, index[IDX_W-1:0], emit_end ? {VALUE_W{1'b0}} : value};
         if (word_pop) begin
             {end_w, base_w, count, pending, values} <= word;
+            sel <= word_mask & ~(word_mask - 1'b1);
         end else if (emit_value) begin
             count <= count - 1'b1;
-            pending <= pending & (pending - 1'b1);
+            pending <= rest;
+            sel <= rest & ~(rest - 1'b1);
         end
     end
 endmodule
