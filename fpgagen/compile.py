@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -38,21 +38,8 @@ from .vectors import DEFAULT_COUNT, ChosenInputs, calibration_inputs, golden_vec
 @dataclass(frozen=True)
 class CompileOptions:
     board: str | Path = "u280"  # a built-in board's name or the path of a .yaml profile
-    precision: str | None = None  # DEFAULT_PRECISION; with max_error the widest allowed, MAX_PRECISION
-    policy: str = "auto"
-    objective: str = "throughput"
-    calib: Path | None = None
-    pes: int | None = None
-    act_density: float | None = None
+    front: FrontOptions = field(default_factory=FrontOptions)  # precision, schedule, calibration, error bound
     vectors: int = DEFAULT_COUNT
-    max_error: float | None = None  # choose per-layer formats within this error (passes/formats.py)
-
-    @property
-    def front(self) -> FrontOptions:
-        return FrontOptions(
-            self.precision, self.policy, self.objective, self.calib, self.pes, self.act_density,
-            max_error=self.max_error,
-        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -75,20 +62,21 @@ def compile_model(
     if options.vectors < 1:
         raise FpgagenError(f"--vectors {options.vectors}: at least one test vector is needed")
     options.front.chosen_precision()  # a bad precision is refused before any work
-    target = check_output_folder(outdir, [model_path] + ([options.calib] if options.calib else []))
+    calib_path = options.front.calib
+    target = check_output_folder(outdir, [model_path] + ([calib_path] if calib_path else []))
     board = load_board(options.board)
     prepared = prepare(model_path, board, options.front, step=step)
     model, calib = prepared.model, prepared.calib
     step("measuring the error against float")
     accuracy = measure_accuracy(model, calib, CALIBRATION) if calib is not None else None
-    numerics = NumericsRecord(options.max_error, prepared.goal, prepared.margin, accuracy)
+    numerics = NumericsRecord(options.front.max_error, prepared.goal, prepared.margin, accuracy)
     step("choosing test vectors that reach every layer")
     if calib is not None:
         inputs = calibration_inputs(model, calib, options.vectors)
     else:
         inputs = synthetic_inputs(model, options.vectors)
     with atomic_directory(target, replaceable=is_design_entry, last=MANIFEST_NAME) as work:
-        numerics = write_design(model, board, work, inputs, model_path, options.calib, step, numerics)
+        numerics = write_design(model, board, work, inputs, model_path, calib_path, step, numerics)
         written = sum(path.stat().st_size for path in work.rglob("*") if path.is_file())
     return CompileSummary(Path(outdir), model, time.perf_counter() - started, written, numerics)
 

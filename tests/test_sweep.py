@@ -18,13 +18,13 @@ import pytest
 from designs import CLIP, NONE, RELU, pruned_mlp
 from distributed import Client
 
-from fpgagen.compile import CompileOptions
 from fpgagen.errors import FpgagenError
 from fpgagen.examples.graphchallenge import network
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.golden import GoldenModel
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.quantize import quantize
+from fpgagen.prepare import FrontOptions
 from fpgagen.schedule.boards import builtin_boards
 from fpgagen.sweep import point as point_module
 from fpgagen.sweep.grid import Point, parse_grid
@@ -193,14 +193,14 @@ def test_the_error_against_float_is_the_largest_difference_from_a_dense_float_co
 
 def test_the_error_bound_of_a_point_goes_to_compile(mlp, monkeypatch):
     """--max-error is compile's option; until compile has it, its points are errors that say so."""
-    if "max_error" in {field.name for field in fields(CompileOptions)}:
+    if "max_error" in {field.name for field in fields(FrontOptions)}:
         handed = []
         real = point_module.compile_model
         monkeypatch.setattr(
             point_module, "compile_model", lambda m, o, options: handed.append(options) or real(m, o, options)
         )
         run_point(Point("001", "u280", "w8a16", "auto", max_error=0.05), settings(()), inputs_of(mlp))
-        assert handed[0].max_error == 0.05
+        assert handed[0].front.max_error == 0.05
     else:
         record = run_point(Point("001", "u280", "w8a16", "auto", max_error=0.05), settings(()), inputs_of(mlp))
         assert record["status"] == "error" and "max_error" in record["reason"]

@@ -13,6 +13,7 @@ from ..compile import CompileOptions, CompileSummary, compile_model
 from ..numerics import DEFAULT_PRECISION
 from ..outdir import DEFAULT_ROOT, default_name, default_output_folder
 from ..passes.formats import MAX_PRECISION
+from ..prepare import FrontOptions
 from ..schedule.scheduler import OBJECTIVES, POLICIES
 from ..vectors import idle_layers, read_vectors
 from . import app
@@ -81,7 +82,8 @@ def compile_command(
     the values that saturate, per layer. With --max-error E, the formats are chosen per layer, the
     cheapest that keep the error within E; an unreachable E is refused, naming the layer.
     """
-    options = CompileOptions(board, precision, policy, objective, calib, pes, act_density, vector_count, max_error)
+    front = FrontOptions(precision, policy, objective, calib, pes, act_density, max_error=max_error)
+    options = CompileOptions(board, front, vector_count)
     target = outdir
     if target is None:
         target = default_output_folder(model)

@@ -32,6 +32,7 @@ from ..golden import GoldenModel, flatten_inputs
 from ..ir import Model
 from ..manifest import read_manifest
 from ..passes.prune import prune
+from ..prepare import FrontOptions
 from ..results import CSIM_RESULTS, SIM_RESULTS, SYNTH_RESULTS
 from ..schedule.cost_model import DesignEstimate
 from ..simulate import run_rtl_simulation
@@ -123,10 +124,8 @@ def _build_and_check(point: Point, settings: Settings, inputs: Inputs, folder: P
         Path(board).write_text(inputs.boards[point.board], encoding="utf-8")
     # max_error is handed over only when the grid has it, so that compile alone decides what it means.
     bound = {} if point.max_error is None else {"max_error": point.max_error}
-    options = CompileOptions(
-        board=board, precision=point.precision, policy=point.schedule, calib=calib_path, pes=point.pes,
-        vectors=settings.vectors, **bound,
-    )  # fmt: skip
+    front = FrontOptions(precision=point.precision, policy=point.schedule, calib=calib_path, pes=point.pes, **bound)
+    options = CompileOptions(board=board, front=front, vectors=settings.vectors)
     design = folder / "design"
     summary = compile_model(model_path, design, options)
     seconds["compile"] = time.perf_counter() - began
