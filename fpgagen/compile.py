@@ -21,6 +21,7 @@ from .atomic import atomic_directory
 from .backends.hls.emit import emit_hls
 from .backends.rtl.emit import emit_rtl
 from .engine import plan_engine
+from .engine.clock import clock_note, engine_clocked
 from .errors import FpgagenError
 from .golden import flatten_inputs
 from .ir import Model
@@ -49,6 +50,7 @@ class CompileSummary:
     seconds: float
     bytes_written: int
     numerics: NumericsRecord
+    clock_note: str | None = None  # set when the engine is credited with less than the board's clock
 
 
 def compile_model(
@@ -64,7 +66,8 @@ def compile_model(
     options.front.chosen_precision()  # a bad precision is refused before any work
     calib_path = options.front.calib
     target = check_output_folder(outdir, [model_path] + ([calib_path] if calib_path else []))
-    board = load_board(options.board)
+    asked = load_board(options.board)
+    board = engine_clocked(asked)
     prepared = prepare(model_path, board, options.front, step=step)
     model, calib = prepared.model, prepared.calib
     step("measuring the error against float")
@@ -78,7 +81,8 @@ def compile_model(
     with atomic_directory(target, replaceable=is_design_entry, last=MANIFEST_NAME) as work:
         numerics = write_design(model, board, work, inputs, model_path, calib_path, step, numerics)
         written = sum(path.stat().st_size for path in work.rglob("*") if path.is_file())
-    return CompileSummary(Path(outdir), model, time.perf_counter() - started, written, numerics)
+    seconds = time.perf_counter() - started
+    return CompileSummary(Path(outdir), model, seconds, written, numerics, clock_note(asked, board))
 
 
 def write_design(

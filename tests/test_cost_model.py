@@ -145,7 +145,8 @@ def test_a_sequential_stage_runs_its_layers_one_pass_after_the_other():
     stage = estimate.stages[0]
     assert stage.interval == pytest.approx(2 * L_PASS + first.compute + first.occupancy + second.compute + second.drain)
     assert stage.latency == stage.interval
-    assert estimate.interval == max(stage.interval, estimate.reader.interval)
+    assert estimate.bottleneck == max(stage.interval, estimate.reader.interval)
+    assert estimate.interval >= estimate.bottleneck
     assert estimate.latency == pytest.approx(estimate.reader.latency + stage.latency)
     clock = BOARD.clock_mhz * 1e6
     assert estimate.vectors_per_s() == pytest.approx(10 * clock / (estimate.latency + 9 * estimate.interval))
@@ -154,15 +155,20 @@ def test_a_sequential_stage_runs_its_layers_one_pass_after_the_other():
     )
 
 
-def test_a_dataflow_design_interval_is_its_slowest_stage():
+def test_a_dataflow_design_interval_is_its_slowest_stage_vector_by_vector():
     cost = hand_cost()
-    estimate = cost.estimate((Stage(DATAFLOW, (0,), 2, BRAM), Stage(DATAFLOW, (1,), 1, BRAM)), batch=1)
+    stages = (Stage(DATAFLOW, (0,), 2, BRAM), Stage(DATAFLOW, (1,), 1, BRAM))
+    estimate = cost.estimate(stages, batch=1)
     a, b = (layer.cycles for layer in estimate.layers)
     assert [s.interval for s in estimate.stages] == pytest.approx(
         [max(a.compute, a.occupancy), max(b.compute, b.occupancy)]
     )
-    assert estimate.interval == pytest.approx(max(estimate.reader.interval, *(s.interval for s in estimate.stages)))
-    assert estimate.latency == pytest.approx(estimate.reader.latency + a.compute + a.occupancy + b.compute + b.occupancy)
+    assert estimate.bottleneck == pytest.approx(max(estimate.reader.interval, *(s.interval for s in estimate.stages)))
+    held = [cost.reader().held, *(cost.stage(stage).held for stage in stages)]
+    assert estimate.interval == pytest.approx(np.max(held, axis=0).mean())
+    assert estimate.interval >= estimate.bottleneck
+    stages_latency = a.compute + a.occupancy + b.compute + b.occupancy
+    assert estimate.latency == pytest.approx(estimate.reader.latency + stages_latency)
 
 
 def test_the_input_reader():
@@ -296,3 +302,10 @@ def test_roofline_compute_and_memory_bounds():
     one_lut = replace(bare, lut=1)
     offchip = CostModel(model, one_lut, p).roofline().offchip_bytes
     assert offchip == pytest.approx(4 * (0.5 * 1.6 + 0.25 * 6))
+
+
+def test_a_vector_slow_at_any_stage_holds_the_pipeline():
+    # stage A is slow on the first vector, stage B on the second: each stage averages 6 cycles,
+    # but the pipeline waits 10 on both
+    held = [np.array([3.0]), np.array([10.0, 2.0]), np.array([2.0, 10.0])]
+    assert CostModel.design_interval(held) == 10.0

@@ -173,7 +173,7 @@ def test_the_schedule_is_as_good_as_the_best_of_every_design(sizes, seed, densit
             estimate = schedule(model, target, policy, objective, activity).schedule.estimate
             what = f"{target.name} {policy} {objective}"
             if objective == "throughput":
-                assert estimate.interval == pytest.approx(expected[0], rel=1e-9), what
+                assert estimate.bottleneck == pytest.approx(expected[0], rel=1e-9), what
                 assert estimate.latency == pytest.approx(expected[1], rel=1e-9), what
             else:
                 assert estimate.latency == pytest.approx(expected[1], rel=1e-9), what
@@ -208,10 +208,10 @@ def test_a_tight_budget_mixes_dataflow_and_sequential_stages_and_beats_both():
     assert {stage.mode for stage in auto.stages} == {DATAFLOW, SEQUENTIAL}
     for policy in (DATAFLOW, SEQUENTIAL):
         try:
-            pure = schedule(model, tight, policy, activity=activity).schedule.estimate.interval
+            pure = schedule(model, tight, policy, activity=activity).schedule.estimate.bottleneck
         except FpgagenError:
             continue
-        assert auto.estimate.interval < pure
+        assert auto.estimate.bottleneck < pure
 
 
 def test_forced_pes_are_optimal_among_designs_with_those_pes():
@@ -222,7 +222,7 @@ def test_forced_pes_are_optimal_among_designs_with_those_pes():
         scheduled = schedule(model, U280, "auto", "throughput", activity, pes=pes)
         assert {stage.pes for stage in scheduled.schedule.stages} == {pes}
         expected = brute_force(cost, "auto", "throughput", pes)
-        assert scheduled.schedule.estimate.interval == pytest.approx(expected[0], rel=1e-9)
+        assert scheduled.schedule.estimate.bottleneck == pytest.approx(expected[0], rel=1e-9)
         assert scheduled.schedule.estimate.latency == pytest.approx(expected[1], rel=1e-9)
     with pytest.raises(FpgagenError, match="64 PEs per stage is not possible with the sequential policy"):
         schedule(model, U280, "sequential", pes=64)
@@ -251,7 +251,7 @@ def test_auto_is_never_worse_than_either_pure_style_nor_over_budget(seed):
         pure = []
         for policy in (DATAFLOW, SEQUENTIAL):
             try:
-                pure.append(schedule(model, target, policy, activity=activity).schedule.estimate.interval)
+                pure.append(schedule(model, target, policy, activity=activity).schedule.estimate.bottleneck)
             except FpgagenError:
                 pass
         auto = schedule(model, target, activity=activity).schedule.estimate if pure else None
@@ -259,7 +259,7 @@ def test_auto_is_never_worse_than_either_pure_style_nor_over_budget(seed):
             with pytest.raises(FpgagenError):
                 schedule(model, target, activity=activity)
             continue
-        assert auto.interval <= min(pure) * (1 + 1e-12)
+        assert auto.bottleneck <= min(pure) * (1 + 1e-12)
         assert auto.resources.fits(board_budget(target))
         assert len([s for s in auto.stages if s.mode == SEQUENTIAL]) <= target.channels
         assert auto.roofline_ratio <= 1.0
@@ -302,13 +302,13 @@ def test_auto_beats_the_pure_styles_on_stand_ins_of_the_bench_models(build):
         pure = []
         for policy in (DATAFLOW, SEQUENTIAL):
             try:
-                pure.append(schedule(model, target, policy, activity=activity).schedule.estimate.interval)
+                pure.append(schedule(model, target, policy, activity=activity).schedule.estimate.bottleneck)
             except FpgagenError:
                 continue
         if not pure:
             continue
         auto = schedule(model, target, activity=activity).schedule.estimate
-        assert auto.interval <= min(pure) * (1 + 1e-12), name
+        assert auto.bottleneck <= min(pure) * (1 + 1e-12), name
         assert auto.resources.fits(board_budget(target)), name
         assert auto.roofline_ratio <= 1.0, name
         compared += 1
@@ -451,7 +451,7 @@ def test_schedule_command_json_has_the_documented_fields(tmp_path, run_cli):
     document = json.loads(result.stdout)
     assert document["board"]["name"] == "zcu104" and document["policy"] == "auto"
     assert document["activity"] == "uniform activation density 0.5"
-    assert {"interval", "latency", "resources", "budget", "throughput"} <= set(document["totals"])
+    assert {"interval", "bottleneck", "latency", "resources", "budget", "throughput"} <= set(document["totals"])
     assert {"batch", "vectors_per_s", "edges_per_s"} <= set(document["totals"]["throughput"])
     assert set(document["roofline"]) >= {"compute_bound", "memory_bound", "ratio"}
     assert len(document["layers"]) == 3
@@ -482,3 +482,19 @@ def test_schedule_command_prints_a_table_and_refuses_bad_input(tmp_path, run_cli
     np.save(calib, np.random.default_rng(0).standard_normal((5, 40)))
     measured = run_cli("schedule", path, "--calib", calib, "--json")
     assert json.loads(measured.stdout)["activity"] == "activation density measured on 5 calibration inputs"
+
+
+def test_a_board_clock_the_engine_cannot_meet_is_not_used(tmp_path, run_cli):
+    path = _onnx(tmp_path, [40, 64, 24, 10], 12)
+    fast = tmp_path / "fast.yaml"
+    fast.write_text(
+        "name: lab-card-3\npart: xcu280-fsvh2892-2L-e\ndsp: 9024\nbram36: 2016\nuram: 960\nlut: 1303680\n"
+        "ff: 2607360\nmemory: HBM2\nchannels: 32\nchannel_gbps: 14.375\nclock_mhz: 500\nsource: a hope\n"
+    )
+    result = run_cli("schedule", path, "--board", fast, "--act-density", "0.5", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert "lab-card-3 asks for 500 MHz" in result.stderr and "300 MHz" in result.stderr
+    document = json.loads(result.stdout)
+    assert document["board"]["clock_mhz"] == 300
+    throughput = document["totals"]["throughput"]
+    assert throughput["steady_vectors_per_s"] == pytest.approx(300e6 / document["totals"]["interval"])

@@ -102,6 +102,8 @@ def compile_command(
         f"  estimated {estimate.steady_vectors_per_s:.4g} vectors/s (interval {estimate.interval:.0f} cycles), "
         f"latency {estimate.latency:.0f} cycles at {summary.model.schedule.clock_mhz:g} MHz"
     )
+    if summary.clock_note:
+        err.print(f"note: {escape(summary.clock_note)}")
     vectors = read_vectors(summary.outdir / "vectors")
     out.print(f"  {plural(vectors.batch, 'test vector')}: {escape(vectors.source)}")
     idle = idle_layers(summary.model, vectors)

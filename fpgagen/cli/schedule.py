@@ -7,15 +7,17 @@ from pathlib import Path
 
 import click
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
+from ..engine.clock import clock_note, engine_clocked
 from ..ir import SEQUENTIAL
 from ..prepare import FrontOptions, prepare
 from ..schedule.boards import builtin_boards, load_board
 from ..schedule.cost_model import RESOURCE_KINDS, DesignEstimate, Resources
 from ..schedule.scheduler import DEFAULT_BATCH, OBJECTIVES, POLICIES
 from . import app
-from .common import model_argument, out, precision_option, print_table
+from .common import err, model_argument, out, precision_option, print_table
 
 
 @app.command("schedule")
@@ -82,7 +84,11 @@ def schedule_command(
     BRAM, URAM, LUT and FF budget and its off-chip memory channels, and is refused with the
     resource that is short when no design fits.
     """
-    profile = load_board(board)
+    asked = load_board(board)
+    profile = engine_clocked(asked)
+    note = clock_note(asked, profile)
+    if note:
+        err.print(f"note: {escape(note)}")
     options = FrontOptions(precision, policy, objective, calib, pes, act_density, batch)
     scheduled = prepare(model, profile, options).model
     estimate = scheduled.schedule.estimate

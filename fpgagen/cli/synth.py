@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 
 from ..atomic import atomic_file
+from ..engine.clock import family, reachable_mhz
 from ..errors import CheckFailed
 from ..manifest import read_manifest
 from ..results import SYNTH_RESULTS
@@ -37,7 +38,9 @@ def synth(outdir: Path, as_json: bool) -> None:
         steps.begin("synthesizing the RTL with Yosys")
         result = run_synthesis(outdir)
     estimate = (manifest.get("estimate") or {}).get("totals", {}).get("resources", {})
-    report = asdict(result) | {"resources": result.resources(), "estimate": estimate}
+    part = manifest["board"]["part"]
+    plausible = reachable_mhz(part, result.logic_levels.levels)
+    report = asdict(result) | {"resources": result.resources(), "estimate": estimate, "plausible_mhz": plausible}
     with atomic_file(outdir / SYNTH_RESULTS) as work:
         work.write_text(json.dumps(report, indent=2) + "\n")
     if as_json:
@@ -51,6 +54,10 @@ def synth(outdir: Path, as_json: bool) -> None:
         print_table(table)
         depth = result.logic_levels
         out.print(f"Logic depth: {depth.summary()}")
+        out.print(
+            f"  plausible at {plausible:.0f} MHz on {family(part)} ({part}); "
+            f"the estimates assume {manifest['board']['clock_mhz']:g} MHz"
+        )
         histogram = ", ".join(f"{levels}: {count}" for levels, count in depth.histogram.items())
         out.print(f"Endpoints by LUT levels: {histogram}")
     if result.latches:

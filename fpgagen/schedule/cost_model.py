@@ -42,7 +42,7 @@ from .work import Placement, issue_cycles, pe_cycles, place, serializer_cycles
 # Pipeline depths of the RTL (docs/engine.md, "Timing"), measured in RTL simulation by
 # bench/bench_rtl.py (bench/results/rtl.json). A dataflow vector's compute ends L_COMPUTE cycles
 # after its last beat is decided (ROM, entry register, PE FIFO, multiply-accumulate): with 12 the
-# busy counters of Graph Challenge P=64 K=4 and the 90%-sparse MLP are matched within 1.5%. A drain
+# busy counters of Graph Challenge P=64 K=4 and the 90%-sparse MLP are matched within 2.5%. A drain
 # counts ceil(N_out / P) addresses and then L_DRAIN cycles until its last dense beat is written
 # (fg_stage.v: the decided address, its 6 registers to y, the beat register): the model's last
 # layer measures ceil(N_out / P) + 7 at P=16 and 64; a sparse drain adds L_WORDS (the mask and
@@ -174,14 +174,14 @@ class LayerCycles:
     drain: float  # the drain's reading of the bank: what the RTL counts (waits for output room excluded)
     output: float  # the serializers' emitting of the nonzero outputs (0: dense beats, the model's output)
     bound: str  # COMPUTE_BOUND or MEMORY_BOUND: what limits compute
+    # per vector of the activity (one expected vector unless measured): how long the layer holds
+    # its stage, compute and drain overlapped (dataflow) or one after the other (sequential)
+    held: np.ndarray = field(compare=False, repr=False)
 
     @property
     def occupancy(self) -> float:
         """How long the drain holds its bank: until every output is written or serialized."""
         return max(self.drain, self.output)
-
-
-
 
 
 @dataclass(frozen=True)
@@ -192,6 +192,7 @@ class StageCost:
     interval: float
     latency: float
     resources: Resources
+    held: np.ndarray = field(compare=False, repr=False)  # per vector: how long the stage holds it
 
     @property
     def first(self) -> int:
@@ -208,6 +209,7 @@ class ReaderCost:
     interval: float  # its beats and the gap after them, or its serializers, whichever is longer
     latency: float
     resources: Resources
+    held: np.ndarray = field(compare=False, repr=False)  # per vector: the reader's cycles on it
 
 
 @dataclass(frozen=True)
@@ -295,14 +297,16 @@ class DesignEstimate:
     layers: tuple[LayerEstimate, ...]
     stages: tuple[StageEstimate, ...]
     roofline: Roofline
+    interval: float  # cycles between vectors in steady state: see CostModel.design_interval
     resources: Resources = field(init=False)
-    interval: float = field(init=False)
+    bottleneck: float = field(init=False)  # the slowest stage's (or the reader's) mean interval
     latency: float = field(init=False)
 
     def __post_init__(self) -> None:
         stages_total = sum((stage.resources for stage in self.stages), Resources())
         object.__setattr__(self, "resources", stages_total + self.reader.resources)
-        object.__setattr__(self, "interval", max([self.reader.interval, *(s.interval for s in self.stages)]))
+        # what the scheduler minimizes: the design's interval is at least this
+        object.__setattr__(self, "bottleneck", max([self.reader.interval, *(s.interval for s in self.stages)]))
         object.__setattr__(self, "latency", self.reader.latency + sum(s.latency for s in self.stages))
 
     @property
@@ -358,6 +362,7 @@ class DesignEstimate:
                 "resources": self.resources.as_dict(),
                 "budget": self.budget.as_dict(),
                 "interval": self.interval,
+                "bottleneck": self.bottleneck,
                 "latency": self.latency,
                 "edges": self.edges,
                 "throughput": {
@@ -435,18 +440,22 @@ class CostModel:
         placement = self.placement(index, pes)
         inputs = self.activity.inputs(index)
         drain = ceil_div(self.layers[index].out_features, pes) + L_DRAIN + (0 if self.is_last(index) else L_WORDS)
-        output = self.output_cycles(index, pes, units)
+        output = self._output_per_vector(index, pes, units)
+        occupancy = np.maximum(drain, output)
         if mode == DATAFLOW:
             issue = issue_cycles(inputs, placement.row_cycles, units)
-            compute = float(np.maximum(issue, pe_cycles(inputs, placement.counts)).mean())
-            return LayerCycles(compute + L_COMPUTE, drain, output, COMPUTE_BOUND)
+            compute = np.maximum(issue, pe_cycles(inputs, placement.counts)) + L_COMPUTE
+            # the two accumulator banks ping-pong: a vector's compute overlaps the last one's drain
+            held = np.maximum(compute, occupancy)
+            return LayerCycles(float(compute.mean()), drain, float(output.mean()), COMPUTE_BOUND, held)
         # a sequential layer: one activation a cycle looked up, one beat a cycle taken, the beats
         # brought over the memory port
         work = np.maximum(inputs.rows.sum(axis=1), inputs.rows @ placement.beats)
         memory = self.memory_cycles(inputs.rows @ placement.beats, pes)
         bound = MEMORY_BOUND if memory.mean() > work.mean() else COMPUTE_BOUND
-        compute = float(np.maximum(work, memory).mean())
-        return LayerCycles(compute + L_COMPUTE + L_MEMORY, drain, output, bound)
+        compute = np.maximum(work, memory) + L_COMPUTE + L_MEMORY
+        held = L_PASS + compute + occupancy  # a pass computes, then drains
+        return LayerCycles(float(compute.mean()), drain, float(output.mean()), bound, held)
 
     def memory_cycles(self, beats: np.ndarray, pes: int) -> np.ndarray:
         """Cycles to bring `beats` beats of P off-chip slots over one memory channel."""
@@ -454,16 +463,15 @@ class CostModel:
             return np.where(beats > 0, math.inf, 0.0)
         return beats * (OFFCHIP_SLOT_BYTES * pes / self.board.bytes_per_cycle)
 
-    def output_cycles(self, index: int, pes: int, groups: int) -> float:
-        """The drain's serializers: each of `groups` emits the nonzero outputs of its P / groups PEs,
-        one a cycle (0 for the model's last layer, which drains dense beats)."""
+    def _output_per_vector(self, index: int, pes: int, groups: int) -> np.ndarray:
+        """The drain's serializers per vector: each of `groups` emits the nonzero outputs of its
+        P / groups PEs, one a cycle (0 for the model's last layer, which drains dense beats)."""
         if self.is_last(index):
-            return 0.0
+            return np.zeros(1)
         placement = self.placement(index, pes)
         address = np.arange(self.layers[index].out_features) // pes
         group = placement.pe // (pes // groups)
-        emitted = serializer_cycles(self.activity.inputs(index + 1), address, group, groups)
-        return float(emitted.mean()) + L_DRAIN + L_WORDS
+        return serializer_cycles(self.activity.inputs(index + 1), address, group, groups) + L_DRAIN + L_WORDS
 
     def reader(self, lanes: int | None = None) -> ReaderCost:
         """The input reader: a beat of `lanes` values a cycle (by default the engine's choice), a
@@ -475,8 +483,11 @@ class CostModel:
         emitted = serializer_cycles(
             self.activity.inputs(0), inputs // lanes, (inputs % lanes) // (lanes // channel.subs), channel.subs
         )
+        held = np.maximum(ceil_div(n_in, lanes) + 1, emitted)
         interval = max(ceil_div(n_in, lanes) + 1, float(emitted.mean()))
-        return ReaderCost(lanes, interval, interval + L_READER, total(reader_memories(channel, lanes)) + READER_LOGIC)
+        return ReaderCost(
+            lanes, interval, interval + L_READER, total(reader_memories(channel, lanes)) + READER_LOGIC, held
+        )
 
     def reader_memories(self, lanes: int | None = None) -> list[Memory]:
         n_in = self.model.in_features
@@ -500,6 +511,7 @@ class CostModel:
             interval=max(cycles.compute, cycles.occupancy),  # the two accumulator banks ping-pong
             latency=cycles.compute + cycles.occupancy,
             resources=total(self.dataflow_memories(index, pes, units)) + logic,
+            held=cycles.held,
         )
 
     # Sequential stages -------------------------------------------------------------------------
@@ -512,10 +524,12 @@ class CostModel:
         """
         shape = SequentialShape(pes)
         time = 0.0
+        held = np.zeros(1)
         for last in range(first, len(self.layers)):
             cycles = self.cycles(last, pes, SEQUENTIAL)
             shape = shape.then(self.shape(last, pes))
             time += L_PASS + cycles.compute + cycles.occupancy  # one pass after the other
+            held = held + cycles.held
             memories = sequential_memories(shape, stage_output(self.model, last, pes, 1))
             logic = engine_logic(pes, 1, shape.acc_bits, entry_bits(shape.local_bits, shape.weight_bits))
             yield StageCost(
@@ -523,6 +537,7 @@ class CostModel:
                 interval=time,
                 latency=time,
                 resources=total(memories) + logic,
+                held=held,
             )
 
     def sequential_memories(self, first: int, last: int, pes: int) -> list[Memory]:
@@ -578,8 +593,11 @@ class CostModel:
         the engine's choice) over a batch."""
         layer_estimates: list[LayerEstimate] = []
         stage_estimates: list[StageEstimate] = []
+        reader = self.reader(in_lanes)
+        held = [reader.held]
         for number, stage in enumerate(stages):
             cost = self.stage(stage)
+            held.append(cost.held)
             for index in stage.layers:
                 layer_estimates.append(
                     LayerEstimate(
@@ -614,8 +632,19 @@ class CostModel:
             activity=self.activity.source,
             batch=batch,
             edges=self.model.nnz,
-            reader=self.reader(in_lanes),
+            reader=reader,
             layers=tuple(layer_estimates),
             stages=tuple(stage_estimates),
             roofline=self.roofline(),
+            interval=self.design_interval(held),
         )
+
+    @staticmethod
+    def design_interval(held: list[np.ndarray]) -> float:
+        """Cycles between vectors in steady state, from how long the reader and each stage hold
+        each vector. A stage holds at most two vectors (its two banks) and a channel a few items,
+        so a vector that is slow at any stage holds the whole pipeline: the interval is the mean,
+        over the vectors, of the slowest stage on each (at least the slowest stage's mean)."""
+        vectors = max(h.size for h in held)
+        slowest = np.max([np.broadcast_to(h, (vectors,)) for h in held], axis=0)
+        return float(slowest.mean())

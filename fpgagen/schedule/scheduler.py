@@ -45,6 +45,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
+from ..engine.clock import engine_clocked
 from ..engine.geometry import OFFCHIP_MAX_ADDRESSES, UNITS
 from ..errors import DoesNotFit, FpgagenError
 from ..ir import DATAFLOW, SEQUENTIAL, Model, Schedule
@@ -83,7 +84,7 @@ def schedule(
     pes: int | None = None,
 ) -> Model:
     """The quantized `model` with the schedule that is optimal for the cost model on `board`."""
-    board = board if isinstance(board, Board) else load_board(board)
+    board = engine_clocked(board if isinstance(board, Board) else load_board(board))
     if policy not in POLICIES:
         raise FpgagenError(f"schedule policy {policy!r} is not one of {', '.join(POLICIES)}")
     if objective not in OBJECTIVES:
