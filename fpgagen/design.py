@@ -9,7 +9,7 @@ file is not needed again.
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from pathlib import Path
 
 from .errors import FpgagenError
@@ -25,7 +25,8 @@ def board_from_manifest(manifest: dict, where: Path) -> Board:
     """The board profile the design was compiled for, as recorded (a custom one too)."""
     recorded = manifest.get("board", {})
     try:
-        return Board(**{field.name: recorded[field.name] for field in fields(Board)})
+        # a field with a default (the shell's share) may be missing from an earlier manifest
+        return Board(**{f.name: recorded[f.name] for f in fields(Board) if f.name in recorded or f.default is MISSING})
     except (KeyError, TypeError) as exc:
         raise FpgagenError(f"{where}/{NAME}: incomplete board record ({exc!r})") from None
 

@@ -22,7 +22,7 @@ from fpgagen.schedule import scheduler
 from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
 from fpgagen.schedule.boards import Board, builtin_boards, load_board
-from fpgagen.schedule.cost_model import CostModel, board_budget
+from fpgagen.schedule.cost_model import CostModel, Resources, board_budget
 from fpgagen.schedule.scheduler import schedule
 
 U280 = load_board("u280")
@@ -42,7 +42,7 @@ def random_chain(sizes: list[int], seed: int, density: float = 0.3) -> Model:
 
 
 def board(**changes) -> Board:
-    return replace(U280, name="tiny", **changes)
+    return replace(U280, name="tiny", shell_bram36=0, shell_lut=0, **changes)  # every resource as given
 
 
 # Brute force ---------------------------------------------------------------------------------
@@ -128,8 +128,9 @@ def _budget(cost: CostModel, quantile: float, channels: int) -> Board:
     )
     dsp, bram, _, lut, ff = (int(v) + 1 for v in np.quantile(per_stage, quantile, axis=0) * len(cost.layers))
     return replace(
-        cost.board, name=f"q{quantile}-{channels}ch", dsp=dsp, bram36=bram, lut=lut, ff=ff, channels=channels
-    )
+        cost.board, name=f"q{quantile}-{channels}ch", dsp=dsp, bram36=bram, lut=lut, ff=ff, channels=channels,
+        shell_bram36=0, shell_lut=0,
+    )  # fmt: skip
 
 
 def _activity(model: Model, kind: str, seed: int) -> Activity:
@@ -365,8 +366,10 @@ def test_built_in_boards_load_with_their_data_sheet_figures():
     u280 = load_board("u280")
     assert (u280.part, u280.dsp, u280.bram36, u280.uram, u280.channels) == ("xcu280-fsvh2892-2L-e", 9024, 2016, 960, 32)
     assert u280.bytes_per_cycle == pytest.approx(14.375e9 / 300e6)
+    assert board_budget(u280) == Resources(dsp=9024, bram=2016 - 195, uram=960, lut=1303680 - 100000, ff=2607360)
     pynq = load_board("pynq-z2")
     assert (pynq.dsp, pynq.bram36, pynq.uram, pynq.lut) == (220, 140, 0, 53200)
+    assert board_budget(pynq) == Resources(dsp=220, bram=140, uram=0, lut=53200, ff=106400)  # no shell in the fabric
     for name in builtin_boards():
         assert "DS" in load_board(name).source or "manual" in load_board(name).source
 
@@ -395,10 +398,27 @@ def test_a_custom_board_file_loads_and_schedules(tmp_path):
     assert scheduled.schedule.board == "mine"
 
 
+def test_a_shell_is_left_free_by_the_scheduler(tmp_path):
+    path = tmp_path / "shelled.yaml"
+    path.write_text(GOOD + "shell:\n  dsp: 80\n  bram36: 10\n")
+    shelled = load_board(path)
+    assert (shelled.shell_dsp, shelled.shell_bram36, shelled.shell_lut) == (80, 10, 0)
+    assert board_budget(shelled) == Resources(dsp=10, bram=40, uram=0, lut=20800, ff=41600)
+    model = random_chain([16, 32, 8], 9)
+    bare = schedule(model, replace(shelled, shell_dsp=0, shell_bram36=0)).schedule.estimate
+    assert bare.resources.dsp > 10  # without the shell the fastest design takes more
+    estimate = schedule(model, shelled).schedule.estimate
+    assert estimate.resources.dsp <= 10 and estimate.budget.dsp == 10
+    assert estimate.roofline.compute_bound < bare.roofline.compute_bound  # the roofline counts the budget
+
+
 @pytest.mark.parametrize(
     "edit, message",
     [
         (("dsp: 90", "dsp: -3"), "field dsp must not be negative, got -3"),
+        (("ff: 41600", "ff: 41600\nshell:\n  luts: 3"), "unknown shell field\\(s\\) luts"),
+        (("ff: 41600", "ff: 41600\nshell:\n  dsp: 91"), "the shell takes 91 dsp, more than the device's 90"),
+        (("ff: 41600", "ff: 41600\nshell: 5"), "shell is a mapping"),
         (("dsp: 90", "dsp: ninety"), "field dsp must be a whole number, got 'ninety'"),
         (("dsp: 90", "dsp: 9.5"), "field dsp must be a whole number, got 9.5"),
         (("dsp: 90", "dsp: true"), "field dsp must be a whole number, got True"),

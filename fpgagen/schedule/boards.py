@@ -33,6 +33,13 @@ class Board:
     channel_gbps: float  # peak bandwidth of one channel, in GB/s (10^9 bytes)
     clock_mhz: float  # the design clock the estimates assume
     source: str  # the data sheets the figures come from
+    # what the platform's shell (its static region: PCIe, DMA, memory controllers) takes of the
+    # device, left free by the scheduler; a profile's optional `shell:` mapping, zero without
+    shell_dsp: int = 0
+    shell_bram36: int = 0
+    shell_uram: int = 0
+    shell_lut: int = 0
+    shell_ff: int = 0
 
     @property
     def bytes_per_cycle(self) -> float:
@@ -47,6 +54,8 @@ class Board:
 _TEXT_FIELDS = ("name", "part", "memory", "source")
 _COUNT_FIELDS = ("dsp", "bram36", "uram", "lut", "ff", "channels")
 _RATE_FIELDS = ("channel_gbps", "clock_mhz")
+_SHELL_FIELDS = ("dsp", "bram36", "uram", "lut", "ff")  # the keys of `shell:`
+NO_SHELL = {f"shell_{name}": 0 for name in _SHELL_FIELDS}  # replace(board, **NO_SHELL): the bare device
 
 
 def builtin_boards() -> list[str]:
@@ -78,7 +87,18 @@ def _parse(text: str, where: str) -> Board:
         raise FpgagenError(f"{where}: not valid YAML ({exc})") from None
     if not isinstance(data, dict):
         raise FpgagenError(f"{where}: a board profile is a mapping of fields, got {type(data).__name__}")
-    expected = [f.name for f in fields(Board)]
+    shell = data.pop("shell", None) or {}
+    if not isinstance(shell, dict):
+        raise FpgagenError(f"{where}: shell is a mapping of the resources the platform takes, got {shell!r}")
+    unknown_shell = sorted(str(key) for key in shell if key not in _SHELL_FIELDS)
+    if unknown_shell:
+        raise FpgagenError(f"{where}: unknown shell field(s) {', '.join(unknown_shell)}; a shell has {', '.join(_SHELL_FIELDS)}")
+    for name, value in shell.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise FpgagenError(f"{where}: shell field {name} must be a whole number, not negative, got {value!r}")
+        if value > data.get(name, value):
+            raise FpgagenError(f"{where}: the shell takes {value} {name}, more than the device's {data[name]}")
+    expected = [f.name for f in fields(Board) if not f.name.startswith("shell_")]
     unknown = sorted(str(key) for key in data if key not in expected)
     if unknown:
         raise FpgagenError(f"{where}: unknown field(s) {', '.join(unknown)}; a board has {', '.join(expected)}")
@@ -103,4 +123,5 @@ def _parse(text: str, where: str) -> Board:
             raise FpgagenError(f"{where}: field {name} must be a positive, finite number, got {value}")
     values = {name: data[name] for name in expected}
     values.update({name: float(data[name]) for name in _RATE_FIELDS})
+    values.update({f"shell_{name}": value for name, value in shell.items()})
     return Board(**values)

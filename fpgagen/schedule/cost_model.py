@@ -111,7 +111,14 @@ class Resources:
 
 
 def board_budget(board: Board) -> Resources:
-    return Resources(board.dsp, board.bram36, board.uram, board.lut, board.ff)
+    """What a design may use: the device less the platform's shell."""
+    return Resources(
+        board.dsp - board.shell_dsp,
+        board.bram36 - board.shell_bram36,
+        board.uram - board.shell_uram,
+        board.lut - board.shell_lut,
+        board.ff - board.shell_ff,
+    )
 
 
 def lutram_luts(depth: int, width: int) -> int:
@@ -575,10 +582,11 @@ class CostModel:
         nnz = np.concatenate([u[1] for u in useful]).astype(np.float64)
         entry = np.concatenate(bits_per_weight)
         macs = float(p @ nnz)
-        compute_bound = math.inf if macs == 0 else board.dsp * board.clock_hz / macs
+        budget = board_budget(board)
+        compute_bound = math.inf if macs == 0 else budget.dsp * board.clock_hz / macs
         # Every LUT counted as 64 bits of distributed RAM overstates the fabric's storage, which
         # keeps this an upper bound on any design.
-        capacity = board.bram36 * BRAM36_BITS + board.uram * URAM_BITS + board.lut * LUTRAM_DEPTH
+        capacity = budget.bram * BRAM36_BITS + budget.uram * URAM_BITS + budget.lut * LUTRAM_DEPTH
         order = np.argsort(-p, kind="stable")
         row_bits = (nnz * entry)[order]
         kept_bits = np.minimum(row_bits, np.maximum(0.0, capacity - (np.cumsum(row_bits) - row_bits)))

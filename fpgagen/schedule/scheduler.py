@@ -38,7 +38,7 @@ rest of the board, and the integer program runs only when it does not.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +51,7 @@ from ..errors import DoesNotFit, FpgagenError
 from ..ir import DATAFLOW, SEQUENTIAL, Model, Schedule
 from .activity import Activity
 from .apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
-from .boards import Board, load_board
+from .boards import NO_SHELL, Board, load_board
 from .cost_model import RESOURCE_KINDS, CostModel, StageCost, board_budget
 
 POLICIES = ("auto", DATAFLOW, SEQUENTIAL)
@@ -470,11 +470,12 @@ def shortfall(problem: Problem, description: str) -> DoesNotFit:
         )
     needs = least + problem.reader.resources.as_tuple()
     budget = board_budget(board).as_tuple()
+    shell = " besides its shell" if replace(board, **NO_SHELL) != board else ""
     short = [(kind, need, have) for kind, need, have in zip(RESOURCE_KINDS, needs, budget) if need > have]
     if short:
         message = "; ".join(
             f"{board.name} is short of {_UNITS[kind][0]}: the smallest {description} needs {need:,.0f} "
-            f"{_UNITS[kind][1]}, the board has {have:,} ({need - have:,.0f} short)"
+            f"{_UNITS[kind][1]}, the board has {have:,}{shell} ({need - have:,.0f} short)"
             for kind, need, have in short
         )
         return DoesNotFit(message, tuple(_UNITS[kind][0] for kind, _, _ in short))
@@ -482,5 +483,5 @@ def shortfall(problem: Problem, description: str) -> DoesNotFit:
     have = ", ".join(f"{count:,} {_UNITS[kind][1]}" for kind, count in zip(RESOURCE_KINDS, budget))
     return DoesNotFit(
         f"no {description} for model {model} fits every resource of {board.name} at once, though each "
-        f"resource alone would (the least each needs: {each}; the board has {have})"
+        f"resource alone would (the least each needs: {each}; the board has {have}{shell})"
     )
