@@ -10,6 +10,8 @@ a calibration set's unlikeness):
   gc-dataflow-64  Graph Challenge, --schedule dataflow --pes 64 (K still the scheduler's)
   gc-seq-16       Graph Challenge, --schedule sequential --pes 16
   mlp-seq-16      the MLP, --schedule sequential --pes 16
+The sequential designs' memory answers every burst the manifest's memory_latency (100) cycles
+after its address, at the channel's bandwidth.
 
 The bound is computed here, independently of fpgagen.performance and of the cost model: the
 golden model (fpgagen.golden, bit-exact with the RTL, run with trace) gives every layer's inputs
@@ -72,8 +74,10 @@ CONFIGS = (
     Config("gc-auto", "gc", (), 0.85, "the scheduler's own choice"),
     Config("mlp-auto", "mlp", (), 0.85, "the scheduler's own choice"),
     Config("gc-dataflow-64", "gc", ("--schedule", "dataflow", "--pes", "64"), 0.80, "forced P=64"),
-    Config("gc-seq-16", "gc", ("--schedule", "sequential", "--pes", "16"), 0.85, "forced sequential P=16"),
-    Config("mlp-seq-16", "mlp", ("--schedule", "sequential", "--pes", "16"), 0.85, "forced sequential P=16"),
+    # sequential stages read their weights from a memory that answers each burst 100 cycles late
+    # (the testbench's default, tb_engine.py): issue 11 asks for 60% of the channel's bandwidth
+    Config("gc-seq-16", "gc", ("--schedule", "sequential", "--pes", "16"), 0.60, "forced sequential P=16"),
+    Config("mlp-seq-16", "mlp", ("--schedule", "sequential", "--pes", "16"), 0.60, "forced sequential P=16"),
 )
 
 

@@ -127,6 +127,7 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None, nu
                     "data_bits": port.data_bits,
                     "image": port.image,
                     "bytes_per_cycle": port.bytes_per_cycle,
+                    "memory_latency": port.memory_latency,
                 }
                 for port in interface.ports
             ],

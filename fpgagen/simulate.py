@@ -70,6 +70,7 @@ def run_rtl_simulation(
     toplevel: str | None = None,
     keep_build: bool = False,
     reset_after: int | None = None,
+    memory_latency: int | None = None,
     progress: Progress = SILENT,
 ) -> dict:
     """Build and run the testbench on the vectors folder `vectors`; write and return its results.
@@ -78,8 +79,10 @@ def run_rtl_simulation(
     `toplevel` point the same testbench at other Verilog, such as Vitis HLS's for the same design.
     `keep_build` keeps the simulator's build folder after a passing run. `reset_after` resets the
     design once that many outputs are out, in the middle of the batch, and then runs the whole batch
-    again: only the second run is compared, so partial sums left by the reset would show. `progress`
-    hears of the build and of every vector simulated.
+    again: only the second run is compared, so partial sums left by the reset would show.
+    `memory_latency` overrides the cycles the testbench's off-chip memory takes to answer a burst
+    (by default what the manifest records). `progress` hears of the build and of every vector
+    simulated.
     """
     from cocotb_tools.runner import get_runner
 
@@ -140,6 +143,7 @@ def run_rtl_simulation(
                     "FPGAGEN_RESULTS": str(Path(results).resolve()),
                     "FPGAGEN_PROGRESS": str(counter),
                     **({"FPGAGEN_RESET_AFTER": str(reset_after)} if reset_after is not None else {}),
+                    **({"FPGAGEN_MEMORY_LATENCY": str(memory_latency)} if memory_latency is not None else {}),
                     "COCOTB_LOG_LEVEL": "WARNING",
                     "PYTHONWARNINGS": "ignore::DeprecationWarning",
                 },

@@ -11,6 +11,11 @@ and writes cycles and the first mismatch to a JSON file. Environment:
                     `fpgagen sim` reads to show the progress of a long simulation
   FPGAGEN_RESET_AFTER  (optional) reset the design after this many outputs, with the rest of the
                     batch in flight, then run the whole batch again and compare that run
+  FPGAGEN_MEMORY_LATENCY  (optional) cycles from a read burst's address to its first data; by
+                    default each port's `memory_latency` in the manifest
+
+Each weight port's memory returns a burst `memory_latency` cycles after taking its address, with
+any number of bursts in flight (an HBM pseudo channel takes many), at the port's bandwidth.
 """
 
 from __future__ import annotations
@@ -23,17 +28,20 @@ from pathlib import Path
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
+from cocotb.queue import Queue
 from cocotb.triggers import ClockCycles, Event, RisingEdge, with_timeout
 from cocotbext.axi import (
     AxiBus,
     AxiLiteBus,
     AxiLiteMaster,
-    AxiRam,
     AxiStreamBus,
     AxiStreamFrame,
     AxiStreamSink,
     AxiStreamSource,
 )
+from cocotbext.axi.axi_ram import AxiRamRead
+from cocotbext.axi.constants import AxiBurstType, AxiResp
+from cocotbext.axi.memory import Memory
 
 from fpgagen.vectors import read_vectors
 
@@ -41,6 +49,52 @@ CONTROL = 0x00
 AP_START, AP_DONE = 0x1, 0x2
 WEIGHTS_BASE = 0x1000_0000  # where port k's image sits: WEIGHTS_BASE * (k + 1)
 TIMEOUT_CYCLES_PER_VECTOR = 200_000
+CLOCK_NS = 10
+
+
+def _cycle() -> int:
+    return int(cocotb.utils.get_sim_time("ns") // CLOCK_NS)
+
+
+class DelayedRead(AxiRamRead):
+    """The read side of an AXI4 RAM whose bursts start `latency` cycles after their address was
+    taken. Addresses are taken as they come, so any number of bursts are in flight; the data of
+    each follows in order, at the pace the R channel's pause pattern allows."""
+
+    def __init__(self, bus: AxiBus, clock, reset, mem, latency: int):
+        self.latency = latency
+        self._taker = None
+        super().__init__(bus.read, clock, reset, reset_active_level=False, mem=mem)
+
+    def _handle_reset(self, state):
+        if state and self._taker is not None:
+            self._taker.cancel()
+            self._taker = None
+        super()._handle_reset(state)
+
+    async def _take_addresses(self, accepted: Queue) -> None:
+        while True:
+            ar = await self.ar_channel.recv()
+            accepted.put_nowait((_cycle() + self.latency, ar))
+
+    async def _process_read(self):
+        accepted = Queue()
+        self._taker = cocotb.start_soon(self._take_addresses(accepted))
+        while True:
+            due, ar = await accepted.get()
+            while _cycle() < due:
+                await RisingEdge(self.clock)
+            # the engine's reader asks for whole beats in INCR bursts (fg_axi_reader.v)
+            assert int(ar.arburst) == AxiBurstType.INCR and 2 ** int(ar.arsize) == self.byte_lanes
+            address = int(ar.araddr)
+            beats = int(ar.arlen) + 1
+            for beat in range(beats):
+                r = self.r_channel._transaction_obj()
+                r.rid = int(getattr(ar, "arid", 0))
+                r.rlast = beat == beats - 1
+                r.rresp = AxiResp.OKAY
+                r.rdata = int.from_bytes(self.read(address + beat * self.byte_lanes, self.byte_lanes), "little")
+                await self.r_channel.send(r)
 
 
 def _throttle(bytes_per_cycle: float, beat_bytes: int):
@@ -75,21 +129,18 @@ class Harness:
         for port in self.rtl["ports"]:
             image = (outdir / port["image"]).read_bytes()
             base = WEIGHTS_BASE * (port["port"] + 1)
-            ram = AxiRam(
-                AxiBus.from_prefix(dut, f"m_axi_gmem{port['port']}"),
-                self.clock,
-                dut.ap_rst_n,
-                reset_active_level=False,
-                size=2 * WEIGHTS_BASE * (port["port"] + 1),
-            )
-            ram.write(base, image)
+            memory = Memory(size=2 * WEIGHTS_BASE * (port["port"] + 1))
+            memory.write(base, image)
+            latency = int(os.environ.get("FPGAGEN_MEMORY_LATENCY", port["memory_latency"]))
+            bus = AxiBus.from_prefix(dut, f"m_axi_gmem{port['port']}")
+            ram = DelayedRead(bus, self.clock, dut.ap_rst_n, memory.mem, latency)
             pattern = _throttle(port["bytes_per_cycle"], port["data_bits"] // 8)
             if pattern is not None:
-                ram.read_if.r_channel.set_pause_generator(pattern)
+                ram.r_channel.set_pause_generator(pattern)
             self.rams.append((port, base, ram))
 
     async def reset(self):
-        cocotb.start_soon(Clock(self.clock, 10, unit="ns").start())
+        cocotb.start_soon(Clock(self.clock, CLOCK_NS, unit="ns").start())
         await self.hold_reset()
 
     async def hold_reset(self):
@@ -207,7 +258,7 @@ async def run_vectors(dut):
         outputs.append(np.frombuffer(bytes(frame.tdata), dtype="<i2")[: rtl["out_features"]])
         _report_progress(len(outputs))
     await harness.wait_done(10 * limit)
-    total_cycles = int((cocotb.utils.get_sim_time("ns") - clock_start) // 10)
+    total_cycles = int((cocotb.utils.get_sim_time("ns") - clock_start) // CLOCK_NS)
 
     mismatch = None
     for n, (got, want) in enumerate(zip(outputs, expected)):
@@ -227,8 +278,9 @@ async def run_vectors(dut):
         "vectors": vectors.batch,
         "total_cycles": total_cycles,
         "cycles_per_vector": total_cycles / vectors.batch,
-        "first_output_cycles": int((first_out - clock_start) // 10),
+        "first_output_cycles": int((first_out - clock_start) // CLOCK_NS),
         "first_mismatch": mismatch,
+        "memory_latency": [ram.latency for _, _, ram in harness.rams],
         "layers": [
             dict(
                 entry,

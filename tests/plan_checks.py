@@ -220,7 +220,10 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
                 assert stage.memory("loop-back items").depth == stage.loop_depth
             assert f"typedef ap_uint<{port.data_bits}> beat_t;" in header
             pragma = re.search(rf"INTERFACE mode=m_axi port={port.name} bundle={port.bundle} .*", source)[0]
-            assert f"max_read_burst_length={port.max_burst} num_read_outstanding={MAX_BURSTS}" in pragma
+            assert (
+                f"max_read_burst_length={port.max_burst} num_read_outstanding={MAX_BURSTS} "
+                f"latency={port.memory_latency}" in pragma
+            )
         else:
             (layer,) = stage.layers
             expected = common | {

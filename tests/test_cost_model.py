@@ -13,6 +13,8 @@ from fpgagen.engine.geometry import (
     CHANNEL_DEPTH,
     DESCRIPTOR_FIELD_BITS,
     DESCRIPTOR_FIELDS,
+    MAX_BURSTS,
+    MEMORY_LATENCY,
     OUTPUT_DEPTH,
     PE_FIFO_DEPTH,
     REQUEST_DEPTH,
@@ -23,6 +25,7 @@ from fpgagen.engine.memory import LUTRAM, Memory
 from fpgagen.ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, Activation, Layer, Model, Stage, sparse_weights
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.quantize import quantize
+from fpgagen.schedule import cost_model
 from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.boards import load_board
 from fpgagen.schedule.cost_model import (
@@ -125,16 +128,22 @@ def test_expected_cycles_without_measured_vectors():
     assert cost.cycles(0, 2, DATAFLOW, 1).output == pytest.approx(2 * (0.8 + 0.36) + 1.0 + L_DRAIN + L_WORDS)
 
 
-def test_a_sequential_layer_waits_for_whichever_of_compute_and_memory_is_slower():
-    # 64 bytes a cycle, a beat of 2 slots is 8 bytes: vector 1 looks up 2 rows and takes 3 beats,
-    # vector 2 2 rows and 2 beats
-    fast = hand_cost().cycles(0, 2, SEQUENTIAL)
-    assert fast.bound == "compute"
-    assert fast.compute == pytest.approx((3 + 2) / 2 + L_COMPUTE + L_MEMORY)
+def test_a_sequential_layer_waits_for_whichever_of_compute_bandwidth_and_latency_is_slower(monkeypatch):
+    # 64 bytes a cycle, a beat of 2 slots is 8 bytes: vector 1 looks up rows 0 and 2 (2 + 1 beats,
+    # two reads), vector 2 rows 0 and 1 (2 + 0 beats: one read); a pass's first read waits the
+    # whole latency, then MAX_BURSTS bursts in flight cover it: a read costs latency / MAX_BURSTS
     slow_board = replace(BOARD, channel_gbps=0.8)  # 4 bytes a cycle: 2 cycles a beat
     slow = hand_cost(slow_board).cycles(0, 2, SEQUENTIAL)
     assert slow.bound == "memory"
-    assert slow.compute == pytest.approx((6 + 4) / 2 + L_COMPUTE + L_MEMORY)
+    assert slow.compute == pytest.approx((6 + 4) / 2 + L_COMPUTE + L_MEMORY + MEMORY_LATENCY)
+    monkeypatch.setattr(cost_model, "MEMORY_LATENCY", 10 * MAX_BURSTS)  # 10 cycles a read
+    latent = hand_cost().cycles(0, 2, SEQUENTIAL)
+    assert latent.bound == "memory"
+    assert latent.compute == pytest.approx((2 * 10 + 1 * 10) / 2 + L_COMPUTE + L_MEMORY + 10 * MAX_BURSTS)
+    monkeypatch.setattr(cost_model, "MEMORY_LATENCY", 0)  # a memory that answers at once
+    fast = hand_cost().cycles(0, 2, SEQUENTIAL)
+    assert fast.bound == "compute"
+    assert fast.compute == pytest.approx((3 + 2) / 2 + L_COMPUTE + L_MEMORY)
 
 
 def test_a_sequential_stage_runs_its_layers_one_pass_after_the_other():

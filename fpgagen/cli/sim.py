@@ -50,9 +50,15 @@ SIM_VECTORS = "sim_vectors"
     help="Reset the design after this many outputs, in the middle of the batch, then run the whole batch again "
     "and compare that run: a reset must leave no partial sums behind.",
 )
+@click.option(
+    "--memory-latency",
+    type=click.IntRange(min=0),
+    help="Cycles from a weight read's address to its data in the testbench's off-chip memory "
+    "[default: the design's assumption, in the manifest's ports].",
+)
 def sim(
     outdir: Path, simulator: str, inputs_path: Path | None, waves: bool, keep_build: bool, core: bool,
-    rtl_dir: Path | None, toplevel: str | None, reset_after: int | None,
+    rtl_dir: Path | None, toplevel: str | None, reset_after: int | None, memory_latency: int | None,
 ) -> None:  # fmt: skip
     """Simulate OUTDIR/rtl with the cocotb testbench and compare with the golden model.
 
@@ -66,7 +72,8 @@ def sim(
         vectors = vectors_of(outdir, inputs, inputs_path, SIM_VECTORS, steps)
         results = run_rtl_simulation(
             outdir, vectors, outdir / SIM_RESULTS, simulator=simulator, waves=waves, core=core, rtl=rtl_dir,
-            toplevel=toplevel, keep_build=keep_build, reset_after=reset_after, progress=steps,
+            toplevel=toplevel, keep_build=keep_build, reset_after=reset_after, memory_latency=memory_latency,
+            progress=steps,
         )  # fmt: skip
     if not results["passed"]:
         m = results["first_mismatch"]

@@ -38,8 +38,13 @@ READER_WORD_DEPTH = 16  # input beats waiting for their group's serializer
 
 # Sequential stages.
 REQUEST_DEPTH = 16  # row reads queued for the AXI master
-MAX_BURSTS = 16  # AXI4 read bursts in flight, enough to cover the memory latency with short rows
-ACTIVATION_DEPTH = 32  # activations waiting for their rows' beats: two per burst in flight
+# Off-chip memory answers a burst MEMORY_LATENCY cycles after its address (HBM at 300 MHz: about
+# 330 ns; the testbench's memory model and the cost model assume it). To keep the channel busy
+# meanwhile, the reader keeps MAX_BURSTS bursts in flight: with rows of two or three beats, more
+# than the channel delivers in MEMORY_LATENCY cycles (at most one beat a cycle).
+MEMORY_LATENCY = 100
+MAX_BURSTS = 64  # AXI4 read bursts in flight
+ACTIVATION_DEPTH = 128  # activations waiting for their rows' beats: two per burst in flight
 AXI_ADDRESS_BITS = 64  # byte addresses of the AXI4 master
 MAX_BURST_BEATS = 256  # AXI4 INCR bursts are at most 256 beats
 AXI_PAGE = 4096  # AXI4 bursts may not cross a 4 KB boundary; sequential layers start on one

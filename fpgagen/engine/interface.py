@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..schedule.boards import Board
-from .geometry import OFFCHIP_SLOT_BYTES, VALUE_BITS, bits_for
+from .geometry import MEMORY_LATENCY, OFFCHIP_SLOT_BYTES, VALUE_BITS, bits_for
 
 if TYPE_CHECKING:
     from .plan import StagePlan
@@ -32,6 +32,7 @@ class WeightPort:
     image_beats: int  # beats of the image (co-simulation's m_axi depth: at least 1)
     max_burst: int  # the longest burst a row asks for
     bytes_per_cycle: float  # what the board's memory channel delivers per design clock
+    memory_latency: int  # cycles from a burst's address to its first data (the models' assumption)
 
     @property
     def name(self) -> str:
@@ -103,6 +104,7 @@ def plan_interface(stages: Sequence[StagePlan], in_lanes: int, board: Board) -> 
             image_beats=stage.image_beats,
             max_burst=stage.max_burst,
             bytes_per_cycle=board.bytes_per_cycle,
+            memory_latency=MEMORY_LATENCY,
         )
         for stage in stages
         if stage.sequential

@@ -19,6 +19,8 @@ from functools import cache
 import numpy as np
 
 from ..engine.geometry import (
+    MAX_BURSTS,
+    MEMORY_LATENCY,
     OFFCHIP_SLOT_BYTES,
     LayerShape,
     SequentialShape,
@@ -355,6 +357,7 @@ class DesignEstimate:
                 "L_words": L_WORDS,
                 "L_pass": L_PASS,
                 "L_memory": L_MEMORY,
+                "memory_latency": MEMORY_LATENCY,
                 "L_reader": L_READER,
             },
             "reader": {
@@ -457,18 +460,23 @@ class CostModel:
             return LayerCycles(float(compute.mean()), drain, float(output.mean()), COMPUTE_BOUND, held)
         # a sequential layer: one activation a cycle looked up, one beat a cycle taken, the beats
         # brought over the memory port
-        work = np.maximum(inputs.rows.sum(axis=1), inputs.rows @ placement.beats)
-        memory = self.memory_cycles(inputs.rows @ placement.beats, pes)
+        beats = inputs.rows @ placement.beats
+        work = np.maximum(inputs.rows.sum(axis=1), beats)
+        memory = self.memory_cycles(beats, inputs.rows @ (placement.beats > 0), pes)
         bound = MEMORY_BOUND if memory.mean() > work.mean() else COMPUTE_BOUND
-        compute = np.maximum(work, memory) + L_COMPUTE + L_MEMORY
+        # a pass's first read waits MEMORY_LATENCY: its rows come from the pass before
+        compute = np.maximum(work, memory) + L_COMPUTE + L_MEMORY + MEMORY_LATENCY
         held = L_PASS + compute + occupancy  # a pass computes, then drains
         return LayerCycles(float(compute.mean()), drain, float(output.mean()), bound, held)
 
-    def memory_cycles(self, beats: np.ndarray, pes: int) -> np.ndarray:
-        """Cycles to bring `beats` beats of P off-chip slots over one memory channel."""
+    def memory_cycles(self, beats: np.ndarray, reads: np.ndarray, pes: int) -> np.ndarray:
+        """Cycles to bring `beats` beats of P off-chip slots over one memory channel in `reads`
+        bursts: at the channel's bandwidth, or as fast as MAX_BURSTS bursts in flight cover the
+        memory's latency (Little's law), whichever is slower."""
         if self.board.channels == 0:
             return np.where(beats > 0, math.inf, 0.0)
-        return beats * (OFFCHIP_SLOT_BYTES * pes / self.board.bytes_per_cycle)
+        bandwidth = beats * (OFFCHIP_SLOT_BYTES * pes / self.board.bytes_per_cycle)
+        return np.maximum(bandwidth, reads * (MEMORY_LATENCY / MAX_BURSTS))
 
     def _output_per_vector(self, index: int, pes: int, groups: int) -> np.ndarray:
         """The drain's serializers per vector: each of `groups` emits the nonzero outputs of its
