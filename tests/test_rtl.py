@@ -12,6 +12,7 @@ import pytest
 from designs import MLPS, NONE, RELU, lint, mlp_design, mlp_model, pruned_mlp
 from plan_checks import check_design_follows_plan, check_rtl_memories_are_the_plan
 
+from fpgagen.engine.geometry import MEMORY_LATENCY
 from fpgagen.examples.graphchallenge import draw_images
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.manifest import read_manifest
@@ -178,6 +179,26 @@ def test_a_reset_in_the_middle_of_a_batch_leaves_no_partial_sums(simulator, tmp_
     result = run_cli("sim", outdir, "--simulator", simulator, "--reset-after", 3)
     assert result.exit_code == 0, result.stderr
     assert json.loads((outdir / "sim_results.json").read_text())["passed"] is True
+
+
+def test_the_offchip_memory_answers_late_and_every_pass_waits_for_it(tmp_path, run_cli):
+    """The testbench's memory answers each burst `--memory-latency` cycles after its address: a
+    pass's first read waits that long (its rows come from the pass before), the outputs stay
+    bit-exact."""
+    require("icarus")
+    outdir = mlp_design("sequential_only", tmp_path / "design", count=4)
+    assert [port["memory_latency"] for port in read_manifest(outdir)["rtl"]["ports"]] == [MEMORY_LATENCY]
+    cycles = {}
+    for latency in (0, 400):
+        result = run_cli("sim", outdir, "--simulator", "icarus", "--memory-latency", latency)
+        assert result.exit_code == 0, result.stderr
+        results = json.loads((outdir / "sim_results.json").read_text())
+        assert results["passed"] is True and results["memory_latency"] == [latency]
+        cycles[latency] = results["total_cycles"]
+    passes = 4 * 2  # 4 vectors through the stage's 2 layers
+    # about the latency once a pass (a few cycles of a pass's start overlap it), not once a read:
+    # the reader keeps many bursts in flight
+    assert 0.9 * passes * 400 <= cycles[400] - cycles[0] <= 1.2 * passes * 400
 
 
 def test_corrupted_offchip_image_is_reported(tmp_path, run_cli):
