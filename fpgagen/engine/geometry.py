@@ -44,7 +44,7 @@ REQUEST_DEPTH = 16  # row reads queued for the AXI master
 # than the channel delivers in MEMORY_LATENCY cycles (at most one beat a cycle).
 MEMORY_LATENCY = 100
 MAX_BURSTS = 64  # AXI4 read bursts in flight
-ACTIVATION_DEPTH = 128  # activations waiting for their rows' beats: two per burst in flight
+ACTIVATION_DEPTH = 64  # activations waiting for their rows' beats: one per burst in flight (LUTRAM up to 64)
 AXI_ADDRESS_BITS = 64  # byte addresses of the AXI4 master
 MAX_BURST_BEATS = 256  # AXI4 INCR bursts are at most 256 beats
 AXI_PAGE = 4096  # AXI4 bursts may not cross a 4 KB boundary; sequential layers start on one
