@@ -484,22 +484,37 @@ void drain_words(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES],
     }
 }
 
+// A dense output beat of P values, zero where no output exists, TLAST on a vector's last.
+template <class Beat, int P>
+inline Beat dense_beat(const act_t y[P], const bool exists[P], bool last) {
+#pragma HLS INLINE
+    Beat beat;
+    for (int p = 0; p < P; ++p) {
+#pragma HLS UNROLL
+        beat.data.range(16 * p + 15, 16 * p) = exists[p] ? y[p] : act_t(0);
+    }
+    beat.keep = -1;
+    beat.strb = -1;
+    beat.last = last ? 1 : 0;
+    return beat;
+}
+
 // The model's last layer drains dense beats of P values, zeros past N_OUT, TLAST on the last.
 template <class Cfg, class Beat>
 void drain_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], hls::stream<Beat>& out) {
     const int P = Cfg::PES;
     for (int a = 0; a < Cfg::ADDRESSES; ++a) {
 #pragma HLS PIPELINE II=1
-        Beat beat;
+        act_t y[P];
+        bool exists[P];
+#pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
         for (int p = 0; p < P; ++p) {
 #pragma HLS UNROLL
-            const act_t y = requantize<Cfg::ACC_BITS>(acc[p][a], Cfg::bias[a][p], Cfg::SHIFT, Cfg::LO, Cfg::HI);
-            beat.data.range(16 * p + 15, 16 * p) = a * P + p < Cfg::N_OUT ? y : act_t(0);
+            y[p] = requantize<Cfg::ACC_BITS>(acc[p][a], Cfg::bias[a][p], Cfg::SHIFT, Cfg::LO, Cfg::HI);
+            exists[p] = a * P + p < Cfg::N_OUT;
         }
-        beat.keep = -1;
-        beat.strb = -1;
-        beat.last = a == Cfg::ADDRESSES - 1 ? 1 : 0;
-        out.write(beat);
+        out.write(dense_beat<Beat, P>(y, exists, a == Cfg::ADDRESSES - 1));
     }
 }
 
@@ -673,31 +688,26 @@ inline void seq_outputs(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES],
     }
 }
 
-// The drain of a pass: one local address of every PE a cycle, a word of its P outputs for the
-// serializer; after the last address, an end word (the end of the pass).
-template <class Cfg>
-void seq_drain(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const seq_layer& layer,
-               hls::stream<typename Cfg::word_t>& words) {
-    for (unsigned a = 0; a <= layer.addresses; ++a) {
-#pragma HLS PIPELINE II=1
-        if (a == layer.addresses) {
-            words.write(end_word<typename Cfg::word_t, Cfg::PES>());
-        } else {
-            act_t y[Cfg::PES];
-            bool exists[Cfg::PES];
-#pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
-            seq_outputs<Cfg>(acc, layer, a, y, exists);
-            words.write(group_word<typename Cfg::word_t, Cfg::PES, Cfg::PES>(y, exists, 0, a));
-        }
-    }
+// Where a pass's drain sends dense beats: the output stream, or nowhere for a stage whose last
+// layer is not the model's (it never drains dense).
+struct no_output {};
+
+template <int P, class Beat>
+inline void write_dense(hls::stream<Beat>& out, const act_t y[P], const bool exists[P], bool last) {
+#pragma HLS INLINE
+    out.write(dense_beat<Beat, P>(y, exists, last));
 }
 
-// The same for a stage whose last layer is the model's: that layer drains dense beats of P
-// values (zeros past n_out, TLAST on the last) and only the end word to the serializer.
-template <class Cfg, class Beat>
-void seq_drain_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const seq_layer& layer, bool last,
-                     hls::stream<typename Cfg::word_t>& words, hls::stream<Beat>& out) {
+template <int P>
+inline void write_dense(no_output& /* never drains dense */, const act_t /* y */[P], const bool /* exists */[P],
+                        bool /* last */) {}
+
+// The drain of a pass: one local address of every PE a cycle; a word of its P outputs for the
+// serializer, or, in the pass of the model's last layer (`dense`), a dense beat of them to `out`;
+// after the last address, an end word (the end of the pass).
+template <class Cfg, class Dense>
+void seq_drain(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const seq_layer& layer, bool dense,
+               hls::stream<typename Cfg::word_t>& words, Dense& out) {
     for (unsigned a = 0; a <= layer.addresses; ++a) {
 #pragma HLS PIPELINE II=1
         if (a == layer.addresses) {
@@ -708,16 +718,8 @@ void seq_drain_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], co
 #pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
             seq_outputs<Cfg>(acc, layer, a, y, exists);
-            if (last) {
-                Beat beat;
-                for (int p = 0; p < Cfg::PES; ++p) {
-#pragma HLS UNROLL
-                    beat.data.range(16 * p + 15, 16 * p) = exists[p] ? y[p] : act_t(0);
-                }
-                beat.keep = -1;
-                beat.strb = -1;
-                beat.last = a + 1 == layer.addresses ? 1 : 0;
-                out.write(beat);
+            if (dense) {
+                write_dense<Cfg::PES>(out, y, exists, a + 1 == layer.addresses);
             } else {
                 words.write(group_word<typename Cfg::word_t, Cfg::PES, Cfg::PES>(y, exists, 0, a));
             }
@@ -733,8 +735,6 @@ inline void write_out(hls::stream<item<INDEX_BITS> >& out, bool closing, unsigne
 #pragma HLS INLINE
     out.write(closing ? end_item<item<INDEX_BITS> >() : value_item<item<INDEX_BITS> >(index, value));
 }
-
-struct no_output {};
 
 inline void write_out(no_output& /* the beats went out from the drain */, bool /* closing */, unsigned /* index */,
                       act_t /* value */) {}
@@ -778,7 +778,8 @@ void seq_drain_pass(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], con
 #pragma HLS DATAFLOW
     hls::stream<typename Cfg::word_t> words;
 #pragma HLS STREAM variable=words depth=Cfg::WORD_DEPTH
-    seq_drain<Cfg>(acc, layer, words);
+    no_output none;
+    seq_drain<Cfg>(acc, layer, false, words, none);
     seq_serialize<Cfg>(words, last, loop, out);
 }
 
@@ -790,7 +791,7 @@ void seq_drain_pass_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES
     hls::stream<typename Cfg::word_t> words;
 #pragma HLS STREAM variable=words depth=Cfg::WORD_DEPTH
     no_output none;
-    seq_drain_dense<Cfg>(acc, layer, last, words, out);
+    seq_drain<Cfg>(acc, layer, last, words, out);
     seq_serialize<Cfg>(words, last, loop, none);
 }
 
