@@ -771,28 +771,28 @@ void seq_serialize(hls::stream<typename Cfg::word_t>& words, bool last, hls::str
     }
 }
 
-// A pass's drain: a DATAFLOW region of the drain and the serializer. `out`: the output sub-channel.
-template <class Cfg, class Item>
-void seq_drain_pass(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const seq_layer& layer, bool last,
-                    hls::stream<typename Cfg::loop_item_t>& loop, hls::stream<Item>& out) {
-#pragma HLS DATAFLOW
-    hls::stream<typename Cfg::word_t> words;
-#pragma HLS STREAM variable=words depth=Cfg::WORD_DEPTH
-    no_output none;
-    seq_drain<Cfg>(acc, layer, false, words, none);
-    seq_serialize<Cfg>(words, last, loop, out);
-}
+// Whether a stage's output is dense beats (the model's last layer) or items (`no_output` here).
+template <class Dense>
+struct drains_dense {
+    static const bool value = true;
+};
+template <>
+struct drains_dense<no_output> {
+    static const bool value = false;
+};
 
-// The same for a stage that drains dense beats (`out`) in its last pass.
-template <class Cfg, class Beat>
-void seq_drain_pass_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const seq_layer& layer, bool last,
-                          hls::stream<typename Cfg::loop_item_t>& loop, hls::stream<Beat>& out) {
+// A pass's drain: a DATAFLOW region of the drain and the serializer. A stage sends its output
+// either as dense beats from the drain (`dense`, the model's last layer, with `items` a
+// no_output) or as the serializer's items (`items`, the output sub-channel, with `dense` a
+// no_output); the passes before the last go to the loop-back stream.
+template <class Cfg, class Dense, class Items>
+void seq_drain_pass(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const seq_layer& layer, bool last,
+                    hls::stream<typename Cfg::loop_item_t>& loop, Dense& dense, Items& items) {
 #pragma HLS DATAFLOW
     hls::stream<typename Cfg::word_t> words;
 #pragma HLS STREAM variable=words depth=Cfg::WORD_DEPTH
-    no_output none;
-    seq_drain<Cfg>(acc, layer, last, words, out);
-    seq_serialize<Cfg>(words, last, loop, none);
+    seq_drain<Cfg>(acc, layer, last && drains_dense<Dense>::value, words, dense);
+    seq_serialize<Cfg>(words, last, loop, items);
 }
 
 }  // namespace fpgagen
