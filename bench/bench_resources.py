@@ -5,9 +5,9 @@ all-sequential with 16 at w8a16, all-dataflow with 16 PEs at w4a8 and w16a16; th
 of the tests that mix the modes, lane counts and precisions, w4a8 to w16a16),
 prints estimate / Yosys per resource, and refits the logic constants of
 fpgagen/schedule/cost_model.py (`engine_logic`: per PE and accumulator bit, per PE and entry bit,
-per issue unit, per stage) by non-negative least squares relative to each design's total, printing
-the ratios the fitted constants would give, so a change to the RTL can be followed by a
-recalibration. Writes bench/results/resources.json. Takes about 8 minutes.
+per fed PE and slot bit, per issue unit, per stage) by non-negative least squares relative to each
+design's total, printing the ratios the fitted constants would give, so a change to the RTL can be
+followed by a recalibration. Writes bench/results/resources.json. Takes about 25 minutes.
 
 Graph Challenge weights all have one value, so Yosys drops the constant columns of their ROMs:
 its BRAM count for those designs is a lower bound of what a real network needs.
@@ -26,10 +26,11 @@ from scipy.optimize import nnls
 
 from fpgagen.atomic import atomic_file
 from fpgagen.cli import app
+from fpgagen.engine.geometry import LogicShape
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.manifest import read_manifest
-from fpgagen.schedule import cost_model
+from fpgagen.schedule.cost_model import FF_PER_TERM, LOGIC_TERMS, LUT_PER_TERM, logic_counts
 from fpgagen.synth import run_synthesis
 
 HERE = Path(__file__).resolve().parent
@@ -41,6 +42,8 @@ GC_CONFIGS = [
     ("dataflow", 16, "w4a8"), ("dataflow", 16, "w16a16"),
 ]  # fmt: skip
 MLP_CASES = ["dataflow_only", "sequential_only", "sequential_first", "sequential_middle", "narrow_w4a8"]
+# estimate / Yosys per design that the cost model must keep: its figures for engine v1 (issue 9)
+BOUNDS = {"dsp": (1.0, 1.0), "lut": (0.85, 1.53), "ff": (0.91, 1.11)}
 
 
 def gc_designs(work: Path) -> list[Path]:
@@ -58,25 +61,14 @@ def gc_designs(work: Path) -> list[Path]:
     return folders
 
 
-LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "issue unit", "stage")
-
-
 def logic_features(manifest: dict) -> list[float]:
-    """What the logic constants of fpgagen.schedule.cost_model.engine_logic multiply, summed over
-    the design's stages (the input reader counts as a stage): LOGIC_TERMS."""
+    """What the logic constants of fpgagen.schedule.cost_model.engine_logic multiply (LOGIC_TERMS),
+    summed over the design's stages as its engine plan sizes them; the input reader counts as a stage."""
     features = np.zeros(len(LOGIC_TERMS))
-    for stage, engine in zip(manifest["schedule"]["stages"], manifest["engine"]["stages"], strict=True):
-        widths = {memory["role"]: memory["width"] for memory in engine["memories"]}
-        pes, units = stage["pes"], stage["units"]
-        features += [pes * widths["accumulators"], pes * widths["PE entries"], units, 1]
-    features[3] += 1  # the input reader
+    for engine in manifest["engine"]["stages"]:
+        features += logic_counts(LogicShape(**engine["logic"]))
+    features[LOGIC_TERMS.index("stage")] += 1  # the input reader
     return features.tolist()
-
-
-def constants(kind: str) -> np.ndarray:
-    """The current constants of LOGIC_TERMS for "LUT" or "FF"."""
-    names = (f"PE_{kind}_PER_ACC_BIT", f"PE_{kind}_PER_ENTRY_BIT", f"UNIT_{kind}", f"STAGE_{kind}")
-    return np.array([getattr(cost_model, name) for name in names], dtype=np.float64)
 
 
 def main() -> int:
@@ -87,7 +79,7 @@ def main() -> int:
         shutil.rmtree(work / case, ignore_errors=True)
         folders.append(mlp_design(case, work / case, count=2))
 
-    lut_constants, ff_constants = constants("LUT"), constants("FF")
+    lut_constants, ff_constants = np.array(LUT_PER_TERM), np.array(FF_PER_TERM)
     rows, features, lut_rest, ff_rest, failures = [], [], [], [], []
     print(f"{'design':26} {'LUT':>13} {'FF':>13} {'DSP':>9} {'BRAM36':>11}   (Yosys / estimate)")
     for folder in folders:
@@ -95,10 +87,16 @@ def main() -> int:
         estimate = manifest["estimate"]["totals"]["resources"]
         synth = run_synthesis(folder)
         measured = synth.resources()
-        row = {"design": folder.name, "yosys": measured, "estimate": estimate, "yosys_seconds": synth.seconds,
-               "lutram_luts": synth.lutram_luts, "latches": synth.latches}  # fmt: skip
+        ratio = {kind: estimate[kind] / measured[kind] for kind in BOUNDS}
+        row = {"design": folder.name, "yosys": measured, "estimate": estimate, "ratio": ratio,
+               "yosys_seconds": synth.seconds, "lutram_luts": synth.lutram_luts, "latches": synth.latches}  # fmt: skip
         if synth.latches:
             failures.append(f"{folder.name}: {synth.latches} latches")
+        failures += [
+            f"{folder.name}: estimate / Yosys {kind} {ratio[kind]:.2f}, outside {low:g} .. {high:g}"
+            for kind, (low, high) in BOUNDS.items()
+            if not low <= ratio[kind] <= high
+        ]
         rows.append(row)
         print(
             f"{folder.name:26} "
@@ -123,9 +121,7 @@ def main() -> int:
             (row["estimate"][name] + float(np.dot(fitted - current, x))) / row["yosys"][name]
             for row, x in zip(rows, features)
         ]
-    ratios = {
-        k: [row["estimate"][k] / row["yosys"][k] for row in rows if row["yosys"][k]] for k in ("lut", "ff", "dsp")
-    }
+    ratios = {kind: [row["ratio"][kind] for row in rows] for kind in BOUNDS}
     for kind, values in ratios.items():
         print(f"estimate / Yosys {kind}: {min(values):.2f} .. {max(values):.2f}")
     for kind, values in refitted.items():

@@ -106,7 +106,10 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None, nu
         ],
         "engine": {
             "channels": [{"subs": c.subs, "length": c.length, "item_bits": c.item_bits} for c in plan.channels],
-            "stages": [{"memories": [asdict(memory) for memory in stage.memories]} for stage in plan.stages],
+            "stages": [
+                {"logic": asdict(stage.logic), "memories": [asdict(memory) for memory in stage.memories]}
+                for stage in plan.stages
+            ],
             "reader": {"memories": [asdict(memory) for memory in plan.reader_memories]},
         },
         "estimate": estimate,

@@ -72,7 +72,8 @@ def _listing(memories) -> list[tuple]:
 
 
 def check_cost_model_prices_the_plan(plan: EnginePlan) -> None:
-    """The cost model sees the same memories as the plan, for the placement the design really has."""
+    """The cost model sees the same memories and logic as the plan, for the placement the design
+    really has."""
     cost = CostModel(plan.model, plan.board, Activity.uniform(plan.model), relabel=False)  # as the model stands
     assert _listing(cost.reader_memories(plan.in_lanes)) == _listing(plan.reader_memories)
     for stage in plan.stages:
@@ -82,6 +83,8 @@ def check_cost_model_prices_the_plan(plan: EnginePlan) -> None:
         else:
             priced = cost.dataflow_memories(first, stage.pes, stage.units)
         assert _listing(priced) == _listing(stage.memories), f"stage {stage.index}"
+        schedule_stage = plan.model.schedule.stages[stage.index]
+        assert cost.logic(schedule_stage) == stage.logic, f"stage {stage.index}"
 
 
 def check_manifest_records_the_plan(manifest: dict, plan: EnginePlan) -> None:
@@ -89,6 +92,7 @@ def check_manifest_records_the_plan(manifest: dict, plan: EnginePlan) -> None:
     assert [(s["pes"], s["units"]) for s in manifest["schedule"]["stages"]] == [(s.pes, s.units) for s in plan.stages]
     for entry, stage in zip(recorded["stages"], plan.stages, strict=True):
         assert entry["memories"] == [asdict(memory) for memory in stage.memories]
+        assert entry["logic"] == asdict(stage.logic)
     for entry, channel in zip(recorded["channels"], plan.channels, strict=True):
         assert (entry["subs"], entry["length"], entry["item_bits"]) == (channel.subs, channel.length, channel.item_bits)
     for index, entry in enumerate(manifest["layers"]):
@@ -242,9 +246,9 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
             assert f"fpgagen::issue<cfg>(rows[{stage.units}]" not in run
         assert cfg == expected, f"stage {stage.index}: {cfg} != {expected}"
         groups = stage.groups
-        assert (
-            f"typedef fpgagen::word<{groups.size}, {groups.base_bits}, {groups.count_bits}> word_t;" in header
-        ), f"stage {stage.index}"
+        assert f"typedef fpgagen::word<{groups.size}, {groups.base_bits}, {groups.count_bits}> word_t;" in header, (
+            f"stage {stage.index}"
+        )
     depths = _stream_depths(source)
     producers = [plan.reader_memories, *(stage.memories for stage in plan.stages)]
     for k, (channel, memories) in enumerate(zip(plan.channels, producers)):

@@ -18,6 +18,7 @@ from fpgagen.engine.geometry import (
     OUTPUT_DEPTH,
     PE_FIFO_DEPTH,
     REQUEST_DEPTH,
+    LogicShape,
     in_lanes,
 )
 from fpgagen.engine.memory import BRAM as BLOCK_RAM
@@ -39,6 +40,7 @@ from fpgagen.schedule.cost_model import (
     CostModel,
     Resources,
     engine_logic,
+    logic_counts,
     price,
     total,
 )
@@ -221,7 +223,11 @@ def test_memories_that_fit_a_ramb18_pair_up_in_a_bram36():
 
 def test_a_second_read_port_is_free_in_block_ram_and_a_copy_in_lutram():
     one, two = Memory.sized("rom", 512, 72), Memory.sized("rom", 512, 72, ports=2)
-    assert (one.kind, price(one), price(two)) == (BLOCK_RAM, Resources(bram=1), Resources(bram=2))  # 512 x 72 is one port's shape
+    assert (one.kind, price(one), price(two)) == (
+        BLOCK_RAM,
+        Resources(bram=1),
+        Resources(bram=2),
+    )  # 512 x 72 is one port's shape
     shallow, shared = Memory.sized("rows", 32, 14), Memory.sized("rows", 32, 14, ports=2)
     assert shallow.kind == LUTRAM and price(shared) == price(shallow) * 2
 
@@ -242,7 +248,7 @@ def test_a_dataflow_stage_is_its_memories_and_its_engine():
     assert (memories["output items"].count, memories["output items"].depth, memories["output items"].width) == (
         2, CHANNEL_DEPTH, 1 + 3 + 16
     )  # fmt: skip
-    logic = engine_logic(2, 2, acc, entries.width)
+    logic = engine_logic(LogicShape(2, 2, 2, acc, entries.width, 1 + 2 + 8))  # both PEs hold outputs
     assert cost.dataflow(0, 2, 2).resources == total(list(memories.values())) + logic
     assert logic.dsp == 2
     # the model's last layer drains dense beats into the FIFO in front of the AXI stream
@@ -274,7 +280,26 @@ def test_a_sequential_stage_stacks_its_tables_and_shares_one_engine_for_its_wide
     assert found["loop-back items"].width == 1 + 3 + 16 and found["loop-back items"].depth >= 5 + 1
     assert all(m.role != "weights" for m in memories)  # the weights stream from off chip
     entry = found["PE entries"].width
-    assert cost.sequential(0, 1, 2).resources == total(memories) + engine_logic(2, 1, acc, entry)
+    logic = LogicShape(2, 2, 1, acc, entry, 1 + 2 + 8)  # slots {valid, local 0..2, weight}
+    assert cost.sequential(0, 1, 2).resources == total(memories) + engine_logic(logic)
+
+
+def test_the_issue_path_is_paid_for_the_pes_a_weight_can_reach():
+    # Layer b has 2 outputs. On 4 PEs of a dataflow stage, two hold none: their columns of the
+    # weight ROM are empty and synthesis trims the issue path to them, but keeps them (and their
+    # multipliers), as bench/bench_resources.py measures.
+    cost = hand_cost()
+    acc, slot = cost.shape(1, 4).acc_bits, 1 + 1 + 8  # one local address: a 1-bit field
+    entry = 2 + 1 + 8 + 16
+    dataflow = cost.logic(Stage(DATAFLOW, (1,), 4, BRAM, 1))
+    assert dataflow == LogicShape(4, 2, 1, acc, entry, slot)
+    assert logic_counts(dataflow) == (4 * acc, 4 * entry, 2 * slot, 1, 1)
+    memories = cost.dataflow_memories(1, 4, 1)
+    assert cost.dataflow(1, 4, 1).resources == total(memories) + engine_logic(dataflow)
+    assert engine_logic(dataflow).dsp == 4
+    # A sequential stage's slots arrive from the memory port: synthesis cannot know which stay
+    # empty, so every PE is fed.
+    assert cost.logic(Stage(SEQUENTIAL, (1,), 4, OFFCHIP)) == LogicShape(4, 4, 1, acc, entry, slot)
 
 
 def test_activity_is_measured_per_input_on_the_fixed_point_model():

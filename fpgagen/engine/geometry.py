@@ -115,6 +115,23 @@ def entry_bits(local_bits: int, weight_bits: int) -> int:
 
 
 @dataclass(frozen=True)
+class LogicShape:
+    """What a stage's logic is sized by; the cost model prices it (`engine_logic`).
+
+    All P PEs are built and kept by synthesis, FIFOs, multipliers and banks, even a PE that holds
+    no output (its end entries and the drain's reads of it are live). What synthesis does remove
+    is the issue side of a PE whose weight slots are all empty: `fed_pes` counts the others.
+    """
+
+    pes: int
+    fed_pes: int  # PEs whose slot of a weight beat can be valid: the issue path synthesis keeps
+    units: int
+    acc_bits: int
+    entry_bits: int
+    slot_bits: int  # a PE's slot of a weight beat {valid, local address, weight}
+
+
+@dataclass(frozen=True)
 class Channel:
     """Activation vectors of `length` values between two stages, over `subs` sub-channel FIFOs.
 
@@ -210,6 +227,17 @@ class LayerShape:
         return SlotWord(self.local_bits, self.weight_bits)
 
     @property
+    def fed_pes(self) -> int:
+        """PEs that hold outputs, min(P, N_out): the others' columns of the weight ROM are empty, so
+        synthesis trims their issue path and the scheduler must not pay for it."""
+        return min(self.pes, self.n_out)
+
+    def logic(self, units: int) -> LogicShape:
+        """The logic of a dataflow stage running this layer with K issue units."""
+        entry = entry_bits(self.local_bits, self.weight_bits)
+        return LogicShape(self.pes, self.fed_pes, units, self.acc_bits, entry, self.slot.width)
+
+    @property
     def rom_beats(self) -> int:
         """Depth of an on-chip weight ROM: a layer without weights keeps one all-invalid beat."""
         return max(1, self.beats)
@@ -285,6 +313,13 @@ class SequentialShape:
     @property
     def local_bits(self) -> int:
         return bits_for(self.addresses - 1)
+
+    def logic(self) -> LogicShape:
+        """The shared engine's logic: one issue path, and every PE fed, since the slots come from
+        the memory port, where synthesis cannot see which stay empty."""
+        entry = entry_bits(self.local_bits, self.weight_bits)
+        slot = SlotWord(self.local_bits, self.weight_bits).width
+        return LogicShape(self.pes, self.pes, 1, self.acc_bits, entry, slot)
 
     @cached_property
     def loop(self) -> Channel | None:

@@ -27,6 +27,7 @@ from .geometry import (
     DenseOutput,
     Groups,
     LayerShape,
+    LogicShape,
     Output,
     SequentialShape,
     accumulator_bits,
@@ -146,6 +147,7 @@ class StagePlan:
     start_bits: int  # row-table fields
     count_bits: int
     addresses: int  # accumulator entries per PE: the widest layer's local addresses
+    logic: LogicShape
     memories: tuple[Memory, ...]
 
     @property
@@ -288,10 +290,12 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
             for plan in layer_plans:
                 shape = shape.then(plan.shape)
             memories, loop, loop_depth = sequential_memories(shape, output), shape.loop, shape.loop_depth
+            logic = shape.logic()
         else:
             (plan,) = layer_plans
             shape, loop, loop_depth = plan.shape, None, 0
             memories = dataflow_memories(plan.shape, stage.units, channels[-1].index_bits, output)
+            logic = plan.shape.logic(stage.units)
         stages.append(
             StagePlan(
                 index=number,
@@ -309,6 +313,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
                 start_bits=shape.start_bits,
                 count_bits=shape.count_bits,
                 addresses=shape.addresses,
+                logic=logic,
                 memories=tuple(memories),
             )
         )

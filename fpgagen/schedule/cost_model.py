@@ -23,11 +23,11 @@ from ..engine.geometry import (
     MEMORY_LATENCY,
     OFFCHIP_SLOT_BYTES,
     LayerShape,
+    LogicShape,
     SequentialShape,
     bits_for,
     ceil_div,
     dataflow_memories,
-    entry_bits,
     in_lanes,
     reader_memories,
     sequential_memories,
@@ -58,17 +58,23 @@ L_PASS = 6
 L_MEMORY = 8
 L_READER = 4
 
-# Logic (docs/cost-model.md, "Resources"): per PE, linear in the accumulator width (multiply,
-# accumulate with forwarding, requantize, the bank's read-modify-write) and in the entry width (the
-# entry's pipeline registers in the PE, its choice among the units' FIFOs, the FIFOs' output
-# registers); per issue unit (row lookup, beat counter, the merger's port, a serializer); per stage
-# (control, drain registers, counters; the input reader counts as one). Relative least-squares fits
-# to Yosys synth_xilinx over ten designs (bench/bench_resources.py), where a term the fit leaves at
-# zero is kept at zero: a sequential stage's AXI master and queues were within these terms.
-PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 6.2, 7.75
-PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 4.75, 13
-UNIT_LUT, UNIT_FF = 298, 0
-STAGE_LUT, STAGE_FF = 0, 464
+# Logic (docs/cost-model.md, "Resources"), as the engine description sizes it (LogicShape): per PE,
+# all P of them, linear in the accumulator width (multiply, accumulate with forwarding, requantize,
+# the bank's read-modify-write) and in the entry width (the entry's pipeline registers in the PE,
+# its choice among the units' FIFOs, the FIFOs' output registers); per fed PE, linear in its slot
+# of a weight beat (its issue path: the slot and entry registers, which synthesis removes for a PE
+# that holds no output); per issue unit (row lookup, beat counter, the merger's port, a
+# serializer); per stage (control, drain registers, counters; the input reader counts as one).
+# Non-negative least-squares fits, relative to each design's total, to Yosys synth_xilinx over the
+# ten designs of bench/bench_resources.py ("logic_fit" in bench/results/resources.json), rounded.
+PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 5.11, 5.42
+PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 2.18, 8.91
+FED_PE_LUT_PER_SLOT_BIT, FED_PE_FF_PER_SLOT_BIT = 6.98, 11.04
+UNIT_LUT, UNIT_FF = 307, 206
+STAGE_LUT, STAGE_FF = 111, 465
+LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "issue unit", "stage")
+LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, UNIT_LUT, STAGE_LUT)
+FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, UNIT_FF, STAGE_FF)
 
 # How memories map to blocks (docs/cost-model.md, "Memories"), as synthesis maps them.
 LUTRAM_DEPTH = 64  # bits per LUT used as distributed RAM
@@ -161,14 +167,26 @@ def total(memories: list[Memory]) -> Resources:
     return sum((price(memory) for memory in memories), Resources())
 
 
+def logic_counts(logic: LogicShape) -> tuple[int, ...]:
+    """How many of each of LOGIC_TERMS a stage has."""
+    return (
+        logic.pes * logic.acc_bits,
+        logic.pes * logic.entry_bits,
+        logic.fed_pes * logic.slot_bits,
+        logic.units,
+        1,
+    )
+
+
 @cache
-def engine_logic(pes: int, units: int, acc_bits: int, entry: int) -> Resources:
-    """P multiply-accumulate PEs (one DSP each) taking entries of `entry` bits from K issue units,
-    and the stage's control."""
+def engine_logic(logic: LogicShape) -> Resources:
+    """P multiply-accumulate PEs (one DSP each: synthesis keeps every PE) taking entries from K
+    issue units, the issue path to the fed PEs, and the stage's control."""
+    counts = logic_counts(logic)
     return Resources(
-        dsp=pes,
-        lut=round(pes * (PE_LUT_PER_ACC_BIT * acc_bits + PE_LUT_PER_ENTRY_BIT * entry) + units * UNIT_LUT + STAGE_LUT),
-        ff=round(pes * (PE_FF_PER_ACC_BIT * acc_bits + PE_FF_PER_ENTRY_BIT * entry) + units * UNIT_FF + STAGE_FF),
+        dsp=logic.pes,
+        lut=round(sum(count * constant for count, constant in zip(counts, LUT_PER_TERM))),
+        ff=round(sum(count * constant for count, constant in zip(counts, FF_PER_TERM))),
     )
 
 
@@ -519,8 +537,7 @@ class CostModel:
 
     def dataflow(self, index: int, pes: int, units: int = 1) -> StageCost:
         cycles = self.cycles(index, pes, DATAFLOW, units)
-        shape = self.shape(index, pes)
-        logic = engine_logic(pes, units, shape.acc_bits, entry_bits(shape.local_bits, shape.weight_bits))
+        logic = engine_logic(self.shape(index, pes).logic(units))
         return StageCost(
             stage=Stage(DATAFLOW, (index,), pes, BRAM, units),
             interval=max(cycles.compute, cycles.occupancy),  # the two accumulator banks ping-pong
@@ -546,7 +563,7 @@ class CostModel:
             time += L_PASS + cycles.compute + cycles.occupancy  # one pass after the other
             held = held + cycles.held
             memories = sequential_memories(shape, stage_output(self.model, last, pes, 1))
-            logic = engine_logic(pes, 1, shape.acc_bits, entry_bits(shape.local_bits, shape.weight_bits))
+            logic = engine_logic(shape.logic())
             yield StageCost(
                 stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP),
                 interval=time,
@@ -555,12 +572,21 @@ class CostModel:
                 held=held,
             )
 
-    def sequential_memories(self, first: int, last: int, pes: int) -> list[Memory]:
-        """Every memory of a sequential stage running layers first..last (fpgagen.engine)."""
+    def sequential_shape(self, first: int, last: int, pes: int) -> SequentialShape:
         shape = SequentialShape(pes)
         for index in range(first, last + 1):
             shape = shape.then(self.shape(index, pes))
-        return sequential_memories(shape, stage_output(self.model, last, pes, 1))
+        return shape
+
+    def sequential_memories(self, first: int, last: int, pes: int) -> list[Memory]:
+        """Every memory of a sequential stage running layers first..last (fpgagen.engine)."""
+        return sequential_memories(self.sequential_shape(first, last, pes), stage_output(self.model, last, pes, 1))
+
+    def logic(self, stage: Stage) -> LogicShape:
+        """What the logic of `stage` is sized by, as the cost model prices it."""
+        if stage.mode == DATAFLOW:
+            return self.shape(stage.layers[0], stage.pes).logic(stage.units)
+        return self.sequential_shape(stage.layers[0], stage.layers[-1], stage.pes).logic()
 
     def sequential(self, first: int, last: int, pes: int) -> StageCost:
         for cost in self.sequential_runs(first, pes):
