@@ -173,7 +173,7 @@ def _dataflow_stage(stage: StagePlan, memories: Path) -> dict:
     (memories.parent / files["bias"]).write_bytes(_bias_rows(stage))
     groups = stage.groups
     parameters = [
-        ("S", stage.input.subs), ("K", stage.units), ("KB", max(1, log2(stage.units))), ("P", stage.pes),
+        ("S", stage.input.subs), ("K", stage.units), ("P", stage.pes),
         *_group_parameters(groups), ("PB", log2(stage.pes)),
         ("IN_IDX_W", stage.input.index_bits), ("OUT_IDX_W", _out_index_bits(stage)),
         ("N_IN", layer.shape.n_in), ("N_OUT", layer.shape.n_out), ("ADDRESSES", stage.addresses),

@@ -159,56 +159,62 @@ module fg_seq_stage #(
         end
     endgenerate
 
-    // The merger sees the input channel's S sub-channels, or the loop-back FIFO on the first and
-    // ended sub-channels on the others; it deals to the one unit.
+    // The first layer's activations come from the input channel, its S sub-channels merged into
+    // the one unit; a later layer's from the loop-back FIFO, one a cycle through a register. Both
+    // go into the activation FIFO.
     wire computing = state == S_COMPUTE;
-    reg dealt_end;                      // the merger has dealt this pass's end: leave what follows
-    // Registered a cycle ahead, so that no state decoding sits in front of the merger (timing):
-    // `open`, the merger may take items (computing, this pass's end not dealt yet); `from_input`,
-    // they come from the input channel (the first layer), else from the loop-back FIFO.
+    reg taken_end;                      // this pass's end item is on its way: take nothing more
+    // Registered a cycle ahead, so that no state decoding sits in front of the merger or the
+    // loop-back FIFO (timing): `open`, the pass may take items (computing, its end not taken yet);
+    // `from_input`, they come from the input channel (the first layer).
     reg open, from_input;
-    wire merged;
-    wire [S*RD_ITEM_W-1:0] merge_in;
-    wire [S-1:0] merge_valid, merge_pop;
+    wire item_room;
+    wire [S*RD_ITEM_W-1:0] merge_in;   // the input's items with indices of RD_IDX_W bits
     genvar s;
     generate
         for (s = 0; s < S; s = s + 1) begin : g_merge_in
-            wire [RD_IDX_W-1:0] in_index, loop_index;
+            wire [RD_IDX_W-1:0] in_index;
             fg_resize #(.IN_W(IN_IDX_W), .OUT_W(RD_IDX_W), .SIGNED(0)) u_in (
                 .in(in_item[s*IN_ITEM_W + VALUE_W +: IN_IDX_W]), .out(in_index)
             );
-            fg_resize #(.IN_W(LOOP_IDX_W), .OUT_W(RD_IDX_W), .SIGNED(0)) u_loop (
-                .in(loop_head[VALUE_W +: LOOP_IDX_W]), .out(loop_index)
-            );
-            wire [RD_ITEM_W-1:0] from_in = {in_item[s*IN_ITEM_W + IN_ITEM_W - 1], in_index,
-                                            in_item[s*IN_ITEM_W +: VALUE_W]};
-            wire [RD_ITEM_W-1:0] from_loop = (s == 0) ? {loop_head[LOOP_ITEM_W-1], loop_index, loop_head[VALUE_W-1:0]}
-                                                      : {1'b1, {(RD_ITEM_W - 1){1'b0}}};
-            assign merge_in[s*RD_ITEM_W +: RD_ITEM_W] = from_input ? from_in : from_loop;
-            assign merge_valid[s] = open && (from_input ? in_valid[s] : (s == 0 ? loop_valid : 1'b1));
-            assign in_pop[s] = merge_pop[s] && from_input;
+            assign merge_in[s*RD_ITEM_W +: RD_ITEM_W] = {in_item[s*IN_ITEM_W + IN_ITEM_W - 1], in_index,
+                                                         in_item[s*IN_ITEM_W +: VALUE_W]};
         end
     endgenerate
-    assign loop_pop = merge_pop[0] && !from_input;
-
-    wire [RD_ITEM_W-1:0] dealt, item;
-    wire dealt_valid, item_room, item_valid, item_pop;
-    /* verilator lint_off PINCONNECTEMPTY */
-    fg_merger #(.S(S), .K(1), .KB(1), .IDX_W(RD_IDX_W)) u_merger (
-        .clk(clk), .rst(rst),
-        .in_item(merge_in), .in_valid(merge_valid), .in_pop(merge_pop),
+    wire [RD_ITEM_W-1:0] dealt;
+    wire dealt_valid, merged;
+    fg_merger #(.S(S), .K(1), .IDX_W(RD_IDX_W)) u_merger (
+        .clk(clk), .rst(rst), .enable(open && from_input),
+        .in_item(merge_in), .in_valid(in_valid), .in_pop(in_pop),
         .out_item(dealt), .out_valid(dealt_valid), .out_room(item_room), .vector_in(merged)
     );
+
+    wire [RD_IDX_W-1:0] loop_index;
+    fg_resize #(.IN_W(LOOP_IDX_W), .OUT_W(RD_IDX_W), .SIGNED(0)) u_loop_index (
+        .in(loop_head[VALUE_W +: LOOP_IDX_W]), .out(loop_index)
+    );
+    assign loop_pop = open && !from_input && item_room;
+    wire loop_take = loop_pop && loop_valid;
+    reg [RD_ITEM_W-1:0] looped;
+    reg looped_valid;
+
+    wire passed = from_input ? merged : loop_take && loop_head[LOOP_ITEM_W-1];  // the end item taken now
     always @(posedge clk) begin
-        if (rst || state == S_LOAD) dealt_end <= 1'b0;
-        else if (merged && computing) dealt_end <= 1'b1;
-        open <= !rst && (state == S_LOAD3 || (computing && !dealt_end && !merged));
+        if (rst || state == S_LOAD) taken_end <= 1'b0;
+        else if (passed && computing) taken_end <= 1'b1;
+        open <= !rst && (state == S_LOAD3 || (computing && !taken_end && !passed));
         from_input <= first_layer;  // the layer changes at the end of a drain, cycles before LOAD3
+        looped_valid <= !rst && loop_take;
+        looped <= {loop_head[LOOP_ITEM_W-1], loop_index, loop_head[VALUE_W-1:0]};
     end
+
+    wire [RD_ITEM_W-1:0] item;
+    wire item_valid, item_pop;
+    /* verilator lint_off PINCONNECTEMPTY */
     fg_fifo #(.WIDTH(RD_ITEM_W), .DEPTH(ITEM_FIFO_DEPTH), .SLACK(ITEM_SLACK), .STYLE(ITEM_FIFO_STYLE)) u_items (
         .clk(clk), .rst(rst),
-        .in_data(dealt), .in_valid(dealt_valid), .in_ready(), .room(item_room),
-        .out_data(item), .out_valid(item_valid), .out_ready(item_pop)
+        .in_data(from_input ? dealt : looped), .in_valid(dealt_valid || looped_valid), .in_ready(),
+        .room(item_room), .out_data(item), .out_valid(item_valid), .out_ready(item_pop)
     );
     /* verilator lint_on PINCONNECTEMPTY */
 

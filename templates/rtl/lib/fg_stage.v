@@ -9,7 +9,6 @@
 module fg_stage #(
     parameter integer S = 1,            // sub-channels of the input channel
     parameter integer K = 1,            // issue units; also the sub-channels of the output channel
-    parameter integer KB = 1,           // max(1, log2(K))
     parameter integer P = 1,
     parameter integer G = 1,            // PEs per output group: P / K
     parameter integer GB = 1,           // max(1, log2(G))
@@ -33,7 +32,7 @@ module fg_stage #(
     parameter integer PE_FIFO_DEPTH = 32,
     parameter integer PE_SLACK = 8,
     parameter integer ITEM_FIFO_DEPTH = 8,
-    parameter integer ITEM_SLACK = 3,    // the merger's output register and the flag's own register
+    parameter integer ITEM_SLACK = 3,    // the merger's decide register and the flag's own register
     parameter integer ROW_FIFO_DEPTH = 8,
     parameter integer WORD_FIFO_DEPTH = 32,
     parameter integer DRAIN_SLACK = 12,  // words in flight: six to y, two word registers, the end word, the flag's register
@@ -91,8 +90,8 @@ module fg_stage #(
     wire [K*IN_ITEM_W-1:0] item;
     wire [K-1:0] item_valid, item_pop;
     /* verilator lint_off PINCONNECTEMPTY */
-    fg_merger #(.S(S), .K(K), .KB(KB), .IDX_W(IN_IDX_W)) u_merger (
-        .clk(clk), .rst(rst),
+    fg_merger #(.S(S), .K(K), .IDX_W(IN_IDX_W)) u_merger (
+        .clk(clk), .rst(rst), .enable(1'b1),
         .in_item(in_item), .in_valid(in_valid), .in_pop(in_pop),
         .out_item(dealt), .out_valid(dealt_valid), .out_room(item_room), .vector_in()
     );
