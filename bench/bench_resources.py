@@ -7,7 +7,9 @@ prints estimate / Yosys per resource, and refits the logic constants of
 fpgagen/schedule/cost_model.py (`engine_logic`: per PE and accumulator bit, per PE and entry bit,
 per fed PE and slot bit, per issue unit, per stage) by non-negative least squares relative to each
 design's total, printing the ratios the fitted constants would give, so a change to the RTL can be
-followed by a recalibration. Writes bench/results/resources.json. Takes about 25 minutes.
+followed by a recalibration. Writes bench/results/resources.json. Takes about 25 minutes; Yosys's
+counts are kept by a hash of the RTL (bench/work/resources/yosys.json), so a re-run after a change
+to the cost model alone, which leaves the RTL byte-identical, synthesizes nothing again.
 
 Graph Challenge weights all have one value, so Yosys drops the constant columns of their ROMs:
 its BRAM count for those designs is a lower bound of what a real network needs.
@@ -15,6 +17,7 @@ its BRAM count for those designs is a lower bound of what a real network needs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -31,7 +34,7 @@ from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.manifest import read_manifest
 from fpgagen.schedule.cost_model import FF_PER_TERM, LOGIC_TERMS, LUT_PER_TERM, logic_counts
-from fpgagen.synth import run_synthesis
+from fpgagen.synth import run_synthesis, yosys_command
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
@@ -61,6 +64,21 @@ def gc_designs(work: Path) -> list[Path]:
     return folders
 
 
+def synthesized(folder: Path, cache: dict) -> dict:
+    """Yosys's counts for the design in `folder`, from `cache` when its RTL and the Yosys program are
+    the ones counted before."""
+    rtl = folder / read_manifest(folder)["rtl"]["folder"]
+    digest = hashlib.sha256(" ".join(yosys_command()).encode())
+    for source in sorted(rtl.glob("*.v")):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    key = digest.hexdigest()
+    if key not in cache:
+        synth = run_synthesis(folder)
+        cache[key] = {"yosys": synth.resources(), "yosys_seconds": synth.seconds,
+                      "lutram_luts": synth.lutram_luts, "latches": synth.latches}  # fmt: skip
+    return cache[key]
+
+
 def logic_features(manifest: dict) -> list[float]:
     """What the logic constants of fpgagen.schedule.cost_model.engine_logic multiply (LOGIC_TERMS),
     summed over the design's stages as its engine plan sizes them; the input reader counts as a stage."""
@@ -79,19 +97,21 @@ def main() -> int:
         shutil.rmtree(work / case, ignore_errors=True)
         folders.append(mlp_design(case, work / case, count=2))
 
+    cache_file = work / "yosys.json"
+    cache = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
     lut_constants, ff_constants = np.array(LUT_PER_TERM), np.array(FF_PER_TERM)
     rows, features, lut_rest, ff_rest, failures = [], [], [], [], []
     print(f"{'design':26} {'LUT':>13} {'FF':>13} {'DSP':>9} {'BRAM36':>11}   (Yosys / estimate)")
     for folder in folders:
         manifest = read_manifest(folder)
         estimate = manifest["estimate"]["totals"]["resources"]
-        synth = run_synthesis(folder)
-        measured = synth.resources()
+        counts = synthesized(folder, cache)
+        cache_file.write_text(json.dumps(cache, indent=1) + "\n")
+        measured = counts["yosys"]
         ratio = {kind: estimate[kind] / measured[kind] for kind in BOUNDS}
-        row = {"design": folder.name, "yosys": measured, "estimate": estimate, "ratio": ratio,
-               "yosys_seconds": synth.seconds, "lutram_luts": synth.lutram_luts, "latches": synth.latches}  # fmt: skip
-        if synth.latches:
-            failures.append(f"{folder.name}: {synth.latches} latches")
+        row = {"design": folder.name, "estimate": estimate, "ratio": ratio, **counts}
+        if counts["latches"]:
+            failures.append(f"{folder.name}: {counts['latches']} latches")
         failures += [
             f"{folder.name}: estimate / Yosys {kind} {ratio[kind]:.2f}, outside {low:g} .. {high:g}"
             for kind, (low, high) in BOUNDS.items()
