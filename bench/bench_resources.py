@@ -75,7 +75,8 @@ def synthesized(folder: Path, cache: dict) -> dict:
     if key not in cache:
         synth = run_synthesis(folder)
         cache[key] = {"yosys": synth.resources(), "yosys_seconds": synth.seconds,
-                      "lutram_luts": synth.lutram_luts, "latches": synth.latches}  # fmt: skip
+                      "lutram_luts": synth.lutram_luts, "latches": synth.latches,
+                      "logic_levels": synth.logic_levels.levels, "worst_path": synth.logic_levels.summary()}  # fmt: skip
     return cache[key]
 
 
