@@ -21,7 +21,6 @@ from .atomic import atomic_directory
 from .backends.hls.emit import emit_hls
 from .backends.rtl.emit import emit_rtl
 from .engine import plan_engine
-from .engine.clock import clock_note, engine_clocked
 from .errors import FpgagenError
 from .golden import flatten_inputs
 from .ir import Model
@@ -66,10 +65,8 @@ def compile_model(
     options.front.chosen_precision()  # a bad precision is refused before any work
     calib_path = options.front.calib
     target = check_output_folder(outdir, [model_path] + ([calib_path] if calib_path else []))
-    asked = load_board(options.board)
-    board = engine_clocked(asked)
-    prepared = prepare(model_path, board, options.front, step=step)
-    model, calib = prepared.model, prepared.calib
+    prepared = prepare(model_path, load_board(options.board), options.front, step=step)
+    model, calib, board = prepared.model, prepared.calib, prepared.board
     step("measuring the error against float")
     accuracy = measure_accuracy(model, calib, CALIBRATION) if calib is not None else None
     numerics = NumericsRecord(options.front.max_error, prepared.goal, prepared.margin, accuracy)
@@ -82,7 +79,7 @@ def compile_model(
         numerics = write_design(model, board, work, inputs, model_path, calib_path, step, numerics)
         written = sum(path.stat().st_size for path in work.rglob("*") if path.is_file())
     seconds = time.perf_counter() - started
-    return CompileSummary(Path(outdir), model, seconds, written, numerics, clock_note(asked, board))
+    return CompileSummary(Path(outdir), model, seconds, written, numerics, prepared.clock_note)
 
 
 def write_design(

@@ -39,7 +39,11 @@ def recorded_decisions(manifest: dict, where: Path) -> Recorded:
         schedule = Schedule(
             stages=tuple(
                 Stage(
-                    stage["mode"], tuple(stage["layers"]), int(stage["pes"]), stage["weight_memory"], int(stage["units"])
+                    stage["mode"],
+                    tuple(stage["layers"]),
+                    int(stage["pes"]),
+                    stage["weight_memory"],
+                    int(stage["units"]),
                 )
                 for stage in recorded["stages"]
             ),

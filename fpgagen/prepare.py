@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .arrays import read_calibration
+from .engine.clock import clock_note, engine_clocked
 from .errors import FpgagenError
 from .frontend import load_model
 from .ir import Model, Schedule
@@ -64,10 +65,12 @@ class Recorded:
 @dataclass(frozen=True, eq=False)
 class Prepared:
     model: Model  # quantized and scheduled
+    board: Board  # the board at the clock the engine is credited with (fpgagen.engine.clock)
     calib: np.ndarray | None  # the calibration inputs, flattened (None without --calib)
     activity: Activity | None  # what the scheduler assumed (None for a recorded schedule)
     goal: float | None = None  # the error the format search kept within
     margin: float | None = None  # measured ranges were widened by this; None: ranges were assumed
+    clock_note: str | None = None  # set when the engine is credited with less than the board's clock
 
 
 def prepare(
@@ -77,8 +80,10 @@ def prepare(
     recorded: Recorded | None = None,
     step: Callable[[str], None] = lambda _: None,
 ) -> Prepared:
-    """Read, quantize and schedule `model_path` for `board`; with `recorded`, apply its formats and
-    schedule instead of choosing them. `step` hears each step's name."""
+    """Read, quantize and schedule `model_path` for `board`, at the clock the engine is credited
+    with there; with `recorded`, apply its formats and schedule instead of choosing them. `step`
+    hears each step's name."""
+    asked, board = board, engine_clocked(board)
     precision = options.chosen_precision() if recorded is None else recorded.precision
     if options.max_error is not None and options.calib is None:
         raise FpgagenError("--max-error needs --calib: the error is measured on the calibration inputs")
@@ -92,7 +97,7 @@ def prepare(
                 f"{model_path}: has {len(model.layers)} layers; the design was compiled from another model"
             )
         model = apply_formats(model, recorded.formats, precision)
-        return Prepared(relabel(apply_schedule(model, recorded.schedule)), calib, None)
+        return Prepared(relabel(apply_schedule(model, recorded.schedule)), board, calib, None)
     if options.max_error is not None:
         step(f"choosing formats for an error of at most {options.max_error:g}")
         choice = choose_formats(model, calib, options.max_error, precision)
@@ -109,4 +114,4 @@ def prepare(
         activity = Activity.uniform(model)
     step("scheduling")
     model = schedule(model, board, options.policy, options.objective, activity, options.batch, options.pes)
-    return Prepared(relabel(model), calib, activity, goal, margin)
+    return Prepared(relabel(model), board, calib, activity, goal, margin, clock_note(asked, board))

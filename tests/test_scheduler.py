@@ -518,3 +518,9 @@ def test_a_board_clock_the_engine_cannot_meet_is_not_used(tmp_path, run_cli):
     assert document["board"]["clock_mhz"] == 300
     throughput = document["totals"]["throughput"]
     assert throughput["steady_vectors_per_s"] == pytest.approx(300e6 / document["totals"]["interval"])
+    # compile credits the same clock: in its note, the manifest and the vendor flow's clock target
+    compiled = run_cli("compile", path, "--board", fast, "--act-density", "0.5", "-o", tmp_path / "out")
+    assert compiled.exit_code == 0, compiled.stderr
+    assert "lab-card-3 asks for 500 MHz" in compiled.stderr
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["board"]["clock_mhz"] == 300
+    assert "clock=3.333ns" in (tmp_path / "out" / "hls" / "hls_config.cfg").read_text()

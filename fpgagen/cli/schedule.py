@@ -10,7 +10,6 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from ..engine.clock import clock_note, engine_clocked
 from ..ir import SEQUENTIAL
 from ..prepare import FrontOptions, prepare
 from ..schedule.boards import builtin_boards, load_board
@@ -84,13 +83,11 @@ def schedule_command(
     BRAM, URAM, LUT and FF budget and its off-chip memory channels, and is refused with the
     resource that is short when no design fits.
     """
-    asked = load_board(board)
-    profile = engine_clocked(asked)
-    note = clock_note(asked, profile)
-    if note:
-        err.print(f"note: {escape(note)}")
     options = FrontOptions(precision, policy, objective, calib, pes, act_density, batch)
-    scheduled = prepare(model, profile, options).model
+    prepared = prepare(model, load_board(board), options)
+    if prepared.clock_note:
+        err.print(f"note: {escape(prepared.clock_note)}")
+    scheduled, profile = prepared.model, prepared.board
     estimate = scheduled.schedule.estimate
     if as_json:
         document = {"precision": scheduled.precision.name, "policy": policy, "objective": objective,

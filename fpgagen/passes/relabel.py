@@ -56,7 +56,9 @@ def _move_outputs(layer: Layer, order: np.ndarray) -> Layer:
         layer,
         weights=_columns(layer.weights, order),
         bias=_scatter(layer.bias, order),
-        numerics=replace(numerics, weights_q=_columns(numerics.weights_q, order), bias_q=_scatter(numerics.bias_q, order)),
+        numerics=replace(
+            numerics, weights_q=_columns(numerics.weights_q, order), bias_q=_scatter(numerics.bias_q, order)
+        ),
         output_order=order,
     )
 
@@ -64,5 +66,7 @@ def _move_outputs(layer: Layer, order: np.ndarray) -> Layer:
 def _move_inputs(layer: Layer, order: np.ndarray) -> Layer:
     numerics = layer.numerics
     return replace(
-        layer, weights=_rows(layer.weights, order), numerics=replace(numerics, weights_q=_rows(numerics.weights_q, order))
+        layer,
+        weights=_rows(layer.weights, order),
+        numerics=replace(numerics, weights_q=_rows(numerics.weights_q, order)),
     )

@@ -50,12 +50,16 @@ class Board:
     def clock_hz(self) -> float:
         return self.clock_mhz * 1e6
 
+    @property
+    def has_shell(self) -> bool:
+        """Whether the profile reserves part of the device for the platform's shell."""
+        return any(getattr(self, f"shell_{name}") for name in _SHELL_FIELDS)
+
 
 _TEXT_FIELDS = ("name", "part", "memory", "source")
 _COUNT_FIELDS = ("dsp", "bram36", "uram", "lut", "ff", "channels")
 _RATE_FIELDS = ("channel_gbps", "clock_mhz")
 _SHELL_FIELDS = ("dsp", "bram36", "uram", "lut", "ff")  # the keys of `shell:`
-NO_SHELL = {f"shell_{name}": 0 for name in _SHELL_FIELDS}  # replace(board, **NO_SHELL): the bare device
 
 
 def builtin_boards() -> list[str]:
@@ -92,7 +96,9 @@ def _parse(text: str, where: str) -> Board:
         raise FpgagenError(f"{where}: shell is a mapping of the resources the platform takes, got {shell!r}")
     unknown_shell = sorted(str(key) for key in shell if key not in _SHELL_FIELDS)
     if unknown_shell:
-        raise FpgagenError(f"{where}: unknown shell field(s) {', '.join(unknown_shell)}; a shell has {', '.join(_SHELL_FIELDS)}")
+        raise FpgagenError(
+            f"{where}: unknown shell field(s) {', '.join(unknown_shell)}; a shell has {', '.join(_SHELL_FIELDS)}"
+        )
     for name, value in shell.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise FpgagenError(f"{where}: shell field {name} must be a whole number, not negative, got {value!r}")

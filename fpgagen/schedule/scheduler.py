@@ -38,7 +38,7 @@ rest of the board, and the integer program runs only when it does not.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +51,7 @@ from ..errors import DoesNotFit, FpgagenError
 from ..ir import DATAFLOW, SEQUENTIAL, Model, Schedule
 from .activity import Activity
 from .apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
-from .boards import NO_SHELL, Board, load_board
+from .boards import Board, load_board
 from .cost_model import RESOURCE_KINDS, CostModel, StageCost, board_budget
 
 POLICIES = ("auto", DATAFLOW, SEQUENTIAL)
@@ -470,7 +470,7 @@ def shortfall(problem: Problem, description: str) -> DoesNotFit:
         )
     needs = least + problem.reader.resources.as_tuple()
     budget = board_budget(board).as_tuple()
-    shell = " besides its shell" if replace(board, **NO_SHELL) != board else ""
+    shell = " besides its shell" if board.has_shell else ""
     short = [(kind, need, have) for kind, need, have in zip(RESOURCE_KINDS, needs, budget) if need > have]
     if short:
         message = "; ".join(

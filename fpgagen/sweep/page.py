@@ -50,8 +50,10 @@ def write_page(outdir: Path, log: dict) -> Path:
         plots.append(_plot(built, utilization, on_resources, "scarcest resource (% of the board)"))
     if measured:
         plots.append(_plot(measured, error, np.asarray(on_error), "largest absolute error against float"))
-    page = environment("report").get_template("sweep.html.j2").render(
-        log=log, summary=_summary(records), plots=plots, rows=[_row(r, fronts[r["id"]]) for r in records]
+    page = (
+        environment("report")
+        .get_template("sweep.html.j2")
+        .render(log=log, summary=_summary(records), plots=plots, rows=[_row(r, fronts[r["id"]]) for r in records])
     )
     target = Path(outdir) / PAGE
     with atomic_file(target) as work:
