@@ -1,8 +1,10 @@
 // AXI4 read master for weight rows (docs/engine.md, "Sequential stages"): each request (byte
 // address, beats) becomes INCR bursts that never cross a 4 KB boundary or exceed 256 beats. The
 // first burst of a request is sized one stage ahead, so requests of one burst go out back to
-// back; a request that needs more bursts sizes each next one in a cycle of its own. Reads stay in
-// order (one ID); at most MAX_BURSTS are in flight. Read data goes straight to the consumer.
+// back; a request that needs more bursts sizes each next one in a cycle of its own. Whether a
+// burst is its request's last is registered with it, so taking the next request waits on no
+// comparison. Reads stay in order (one ID); at most MAX_BURSTS are in flight. Read data goes
+// straight to the consumer.
 module fg_axi_reader #(
     parameter integer DATA_W = 32,
     parameter integer LEN_W = 16,
@@ -32,21 +34,28 @@ module fg_axi_reader #(
     localparam integer BURST_W = 9;  // 1..256 beats
     localparam integer LW = (LEN_W > BURST_W) ? LEN_W : BURST_W;  // beats left of a request
 
-    // The first burst of a beats-long read at `address`: at most 256 beats, not across 4 KB (so
-    // only the address within its 4 KB page matters).
+    // Beats from `address` to the end of its 4 KB page: a burst may not cross it.
     /* verilator lint_off UNUSEDSIGNAL */
+    function automatic [12:0] page_beats(input [63:0] address);
+        page_beats = (13'd4096 - {1'b0, address[11:0]}) >> SIZE;
+    endfunction
+    /* verilator lint_on UNUSEDSIGNAL */
+
+    // The first burst of a beats-long read at `address`: at most 256 beats, not across 4 KB.
     function automatic [BURST_W-1:0] first_burst(input [63:0] address, input [LW-1:0] beats);
-        reg [12:0] room;
         reg [31:0] wanted;
         begin
-            room = (13'd4096 - {1'b0, address[11:0]}) >> SIZE;
             wanted = {{(32 - LW){1'b0}}, beats};
-            if (wanted > {19'd0, room}) wanted = {19'd0, room};
+            if (wanted > {19'd0, page_beats(address)}) wanted = {19'd0, page_beats(address)};
             if (wanted > 32'd256) wanted = 32'd256;
             first_burst = wanted[BURST_W-1:0];
         end
     endfunction
-    /* verilator lint_on UNUSEDSIGNAL */
+
+    // Whether that first burst is the whole read.
+    function automatic fits(input [63:0] address, input [LW-1:0] beats);
+        fits = {{(32 - LW){1'b0}}, beats} <= {19'd0, page_beats(address)} && beats <= 256;
+    endfunction
 
     // A: the request at the head, its first burst sized
     reg a_valid;
@@ -54,7 +63,7 @@ module fg_axi_reader #(
     reg [LW-1:0] a_left;
     reg [BURST_W-1:0] a_len;
     // B: the burst on the AR channel (or, with `resize`, the rest of a request being sized)
-    reg b_valid, resize;
+    reg b_valid, resize, b_last;            // b_last: the burst is its request's last
     reg [63:0] b_addr;
     reg [LW-1:0] b_left;
     reg [BURST_W-1:0] b_len;
@@ -63,10 +72,9 @@ module fg_axi_reader #(
 
     wire ar_fire = arvalid && arready;
     wire r_end = rvalid && rready && rlast;
-    wire b_last_burst = b_left == {{(LW-BURST_W){1'b0}}, b_len};
     wire [LW-1:0] req_left;
     fg_resize #(.IN_W(LEN_W), .OUT_W(LW), .SIGNED(0)) u_left (.in(req_beats), .out(req_left));
-    wire b_free = !b_valid || (ar_fire && b_last_burst);
+    wire b_free = !b_valid || (ar_fire && b_last);
     wire a_move = a_valid && b_free;
     assign req_pop = req_valid && (!a_valid || a_move);
 
@@ -89,7 +97,7 @@ module fg_axi_reader #(
             if (a_move) begin
                 b_valid <= 1'b1;
                 resize <= 1'b0;
-            end else if (ar_fire && b_last_burst) begin
+            end else if (ar_fire && b_last) begin
                 b_valid <= 1'b0;
             end else if (ar_fire) begin
                 resize <= 1'b1;
@@ -109,11 +117,13 @@ module fg_axi_reader #(
             b_addr <= a_addr;
             b_left <= a_left;
             b_len <= a_len;
+            b_last <= a_left == {{(LW-BURST_W){1'b0}}, a_len};
         end else if (ar_fire) begin
             b_addr <= b_addr + ({55'd0, b_len} << SIZE);
             b_left <= b_left - {{(LW-BURST_W){1'b0}}, b_len};
         end else if (resize) begin
             b_len <= first_burst(b_addr, b_left);
+            b_last <= fits(b_addr, b_left);
         end
     end
 endmodule

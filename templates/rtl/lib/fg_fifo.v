@@ -59,7 +59,7 @@ module fg_fifo #(
             stored <= stored_next;
             if (pop) out_valid <= 1'b1;
             else if (out_ready) out_valid <= 1'b0;
-            room <= (stored_next <= ROOMY);
+            room <= (stored + {{AW{1'b0}}, push} <= ROOMY);  // a pop is seen a cycle late: the flag never lies, and no path runs from out_ready
         end
     end
 endmodule
