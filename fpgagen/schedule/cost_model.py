@@ -67,11 +67,11 @@ L_READER = 4
 # serializer); per stage (control, drain registers, counters; the input reader counts as one).
 # Non-negative least-squares fits, relative to each design's total, to Yosys synth_xilinx over the
 # ten designs of bench/bench_resources.py ("logic_fit" in bench/results/resources.json), rounded.
-PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 5.11, 5.42
-PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 2.18, 8.91
-FED_PE_LUT_PER_SLOT_BIT, FED_PE_FF_PER_SLOT_BIT = 6.98, 11.04
-UNIT_LUT, UNIT_FF = 307, 206
-STAGE_LUT, STAGE_FF = 111, 465
+PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 4.77, 5.06
+PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 2.35, 9.33
+FED_PE_LUT_PER_SLOT_BIT, FED_PE_FF_PER_SLOT_BIT = 7.14, 11.82
+UNIT_LUT, UNIT_FF = 261, 234
+STAGE_LUT, STAGE_FF = 163, 510
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, UNIT_LUT, STAGE_LUT)
 FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, UNIT_FF, STAGE_FF)
