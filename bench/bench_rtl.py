@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -196,8 +197,6 @@ def measure(outdir: Path) -> tuple[list[LayerFigures], dict]:
 def run(config: Config, work: Path, images: int) -> dict:
     outdir = work / config.name
     if outdir.exists():
-        import shutil
-
         shutil.rmtree(outdir)  # an earlier run of this bench: its own output
     started = time.perf_counter()
     fpgagen("compile", work / f"{config.model}.onnx", "-o", outdir, *config.options,
