@@ -185,10 +185,17 @@ def measure(outdir: Path) -> tuple[list[LayerFigures], dict]:
         counted = counters[layer.name]
         figures.append(
             LayerFigures(
-                name=layer.name, mode=entry["mode"], pes=pes, units=entry["units"], useful_macs=useful,
-                compute_bound=useful / pes, memory_bound=memory_bound,
-                busy=counted["busy_per_vector"], busy_estimate=float(estimate["compute"]),
-                drain=counted["drain_per_vector"], drain_estimate=float(estimate["drain"]),
+                name=layer.name,
+                mode=entry["mode"],
+                pes=pes,
+                units=entry["units"],
+                useful_macs=useful,
+                compute_bound=useful / pes,
+                memory_bound=memory_bound,
+                busy=counted["busy_per_vector"],
+                busy_estimate=float(estimate["compute"]),
+                drain=counted["drain_per_vector"],
+                drain_estimate=float(estimate["drain"]),
             )
         )
     return figures, results
@@ -264,7 +271,9 @@ def main() -> int:
     work = HERE / "work" / "rtl"
     work.mkdir(parents=True, exist_ok=True)
     write_onnx(network(1024, options.layers), work / "gc.onnx")
-    np.save(work / "gc_inputs.npy", draw_images(1024, options.images, np.random.default_rng(7)).toarray().astype(np.float32))
+    np.save(
+        work / "gc_inputs.npy", draw_images(1024, options.images, np.random.default_rng(7)).toarray().astype(np.float32)
+    )
     mlp_onnx(work / "mlp.onnx", np.random.default_rng(3))
     np.save(work / "mlp_inputs.npy", mlp_inputs(options.images, np.random.default_rng(4)))
 

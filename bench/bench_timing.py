@@ -12,7 +12,7 @@ below it can shrink once it is fixed.
 
 Records are merged into bench/results/timing.json under the design's name.
 
-    python bench/bench_timing.py                     # all designs, about 20 minutes (P=64: 12)
+    python bench/bench_timing.py                     # all designs, about an hour (P=64: 35-45 minutes)
     python bench/bench_timing.py --only gc_dataflow_16 dataflow_only
     python bench/bench_timing.py --outdirs OUTDIR...  # existing fpgagen output folders
 """
