@@ -30,9 +30,9 @@ from fpgagen.vectors import read_vectors
 SIMULATOR = "icarus" if shutil.which("iverilog") else "verilator"
 FIGURES = {"schedule", "cycles", "roofline", "resources", "PE", "fixed-point", "sparsity"}
 DEFINED = [
-    "useful MAC", "lower bound (cycles)", "efficiency", "lane efficiency", "busy, drain", "interval, bottleneck",
-    "latency", "measured interval", "estimate error", "roofline", "operational intensity", "bandwidth used",
-    "resource use", "clock", "PE load, imbalance", "fixed-point error", "density",
+    "useful MAC", "lower bound (cycles)", "efficiency", "lane efficiency", "issue units (K)", "busy, drain",
+    "interval, bottleneck", "latency", "measured interval", "estimate error", "roofline", "operational intensity",
+    "bandwidth used", "resource use", "clock", "PE load, imbalance", "fixed-point error", "density",
 ]  # fmt: skip
 
 

@@ -1,9 +1,11 @@
 """Analysis pass: what a model's sparsity means for an EIE-style engine of P PEs.
 
-The engine interleaves each layer's outputs over the PEs (output j belongs to PE j mod P). For a
-nonzero input activation x_i all PEs walk row i of W in lock step: beat b carries, for every PE,
-its b-th nonzero of that row, so row i takes beats_i = max_p count(i, p) beats, at least one when
-x_i is nonzero, and a PE with fewer entries idles. From that follow the numbers reported here:
+Here output j belongs to PE j mod P: the placement before the relabelling pass
+(fpgagen.passes.relabel), which `fpgagen compile` runs to balance the PEs. For a nonzero input
+activation x_i an issue unit sends row i of W as beats: beat b carries, for every PE, its b-th
+nonzero of that row, so row i takes beats_i = max_p count(i, p) beats, at least one when x_i is
+nonzero. Each PE queues its entries and takes one a cycle at its own pace, so an empty slot costs
+an issue cycle rather than a PE cycle. From that follow the numbers reported here:
 
 - load imbalance: the busiest PE's nonzeros over the mean PE's, over the whole layer;
 - lane efficiency: useful work over issued work, sum_i f_i nnz_i / (P * sum_i f_i max(1, beats_i)),

@@ -4,8 +4,8 @@
 - `nm:N:M`: for every output neuron, the N largest of each M consecutive inputs (NVIDIA's 2:4
   pattern is `nm:2:4`); groups run along the reduction axis, i.e. down each column of W.
 - `balanced:P`: the same number of weights in every (input row, PE) slice, where PE p owns the
-  outputs j with j mod P == p. The engine walks a row on all P PEs in lock step, so equal slices
-  mean no lane ever idles.
+  outputs j with j mod P == p. The engine sends a row as beats of one weight per PE, as many as
+  its fullest PE holds, so with that placement equal slices leave no slot of a beat empty.
 
 Everything is computed on the stored nonzeros (never a dense copy), so Graph Challenge sized
 layers prune in memory proportional to their nonzeros. Among equal magnitudes the weight that

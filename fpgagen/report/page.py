@@ -173,6 +173,7 @@ def _layers(data: ReportData) -> list[dict]:
                 "density": f"{layer['density']:.4f}",
                 "mode": layer["mode"],
                 "pes": layer["pes"],
+                "units": layer["units"],
                 "stage": layer["stage"],
                 "lane_efficiency": f"{layer['lane_efficiency']:.2f}",
                 "useful_macs": _fmt(found.useful_macs if found else None, ",.0f"),
