@@ -130,6 +130,13 @@ class LogicShape:
     entry_bits: int
     slot_bits: int  # a PE's slot of a weight beat {valid, local address, weight}
 
+    @classmethod
+    def sized(cls, pes: int, fed_pes: int, units: int, acc_bits: int, local_bits: int, weight_bits: int) -> LogicShape:
+        """The logic of PEs whose entries and weight slots carry `local_bits`-bit addresses and
+        `weight_bits`-bit weights."""
+        slot = SlotWord(local_bits, weight_bits).width
+        return cls(pes, fed_pes, units, acc_bits, entry_bits(local_bits, weight_bits), slot)
+
 
 @dataclass(frozen=True)
 class Channel:
@@ -234,8 +241,7 @@ class LayerShape:
 
     def logic(self, units: int) -> LogicShape:
         """The logic of a dataflow stage running this layer with K issue units."""
-        entry = entry_bits(self.local_bits, self.weight_bits)
-        return LogicShape(self.pes, self.fed_pes, units, self.acc_bits, entry, self.slot.width)
+        return LogicShape.sized(self.pes, self.fed_pes, units, self.acc_bits, self.local_bits, self.weight_bits)
 
     @property
     def rom_beats(self) -> int:
@@ -317,9 +323,7 @@ class SequentialShape:
     def logic(self) -> LogicShape:
         """The shared engine's logic: one issue path, and every PE fed, since the slots come from
         the memory port, where synthesis cannot see which stay empty."""
-        entry = entry_bits(self.local_bits, self.weight_bits)
-        slot = SlotWord(self.local_bits, self.weight_bits).width
-        return LogicShape(self.pes, self.pes, 1, self.acc_bits, entry, slot)
+        return LogicShape.sized(self.pes, self.pes, 1, self.acc_bits, self.local_bits, self.weight_bits)
 
     @cached_property
     def loop(self) -> Channel | None:
