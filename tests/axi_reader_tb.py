@@ -36,7 +36,7 @@ def reads(rng: random.Random, count: int, beat_bytes: int) -> list[tuple[int, in
 @cocotb.parametrize(stall=[0.3, 0.0])
 async def bursts_follow_the_axi_rules(dut, stall: float):
     """With the AR channel and the memory stalling `stall` of the cycles, or never."""
-    config = json.loads(os.environ["AXI_READER_TEST"])
+    config = json.loads(os.environ["AXI_READER_TB_CONFIG"])
     beat_bytes, max_bursts = config["DATA_W"] // 8, config["MAX_BURSTS"]
     rng = random.Random(f"{config['seed']} {stall}")
     requests = reads(rng, config["reads"], beat_bytes)

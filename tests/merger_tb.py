@@ -37,7 +37,7 @@ class Source:
 async def merger_deals_by_the_rules(dut, stall: float):
     """With sub-channels, units and `enable` stalling `stall` of the cycles (half that for
     `enable`), or never."""
-    config = json.loads(os.environ["MERGER_TEST"])
+    config = json.loads(os.environ["MERGER_TB_CONFIG"])
     subs, units, idx_w = config["S"], config["K"], config["IDX_W"]
     item_w = 1 + idx_w + VALUE_W
     end = 1 << (item_w - 1)
