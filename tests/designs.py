@@ -32,13 +32,24 @@ def seq(layers: tuple[int, ...], pes: int) -> Stage:
     return Stage("sequential", layers, pes, "offchip")
 
 
-def pruned_mlp(name: str, sizes: list[int], activations: list[Activation], seed: int, density: float = 0.3) -> Model:
+def pruned_mlp(
+    name: str,
+    sizes: list[int],
+    activations: list[Activation],
+    seed: int,
+    density: float = 0.3,
+    shared: tuple[float | None, ...] = (),
+) -> Model:
     """A random pruned MLP; every layer has an input none of whose weights survive (an all-zero
-    row) and an output with no weights (an all-zero column), whose value is then its activated bias."""
+    row) and an output with no weights (an all-zero column), whose value is then its activated bias.
+    Layer i's nonzeros all equal `shared[i]` where that is given (a positions-only layer)."""
     rng = np.random.default_rng(seed)
     layers = []
     for index, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
-        weights = rng.standard_normal((n_in, n_out)) * (rng.random((n_in, n_out)) < density)
+        values = rng.standard_normal((n_in, n_out))
+        if index < len(shared) and shared[index] is not None:
+            values = np.full((n_in, n_out), shared[index])
+        weights = values * (rng.random((n_in, n_out)) < density)
         weights[rng.integers(n_in), :] = 0.0
         empty_output = rng.integers(n_out)
         weights[:, empty_output] = 0.0
@@ -83,13 +94,23 @@ MLPS = {
     "sequential_first": ([257, 33, 65, 17], [RELU, FLOOR, NONE], "w8a16", (seq((0, 1), 2), df(2, 8, 2)), 16),
     # 4-bit weights and 8-bit activations: accumulators narrower than a product, in both modes
     "narrow_w4a8": ([48, 70, 20, 6], [RELU, CLIP, NONE], "w4a8", (df(0, 8), seq((1,), 4), df(2, 2)), 16),
+    # every nonzero of a layer alike: positions only, the drain multiplying by 3 * 2^k, subtracting
+    # 2^k times the sum; a sequential stage keeps the weights (they come from its off-chip image)
+    "positions_only": (
+        [40, 64, 48, 10],
+        [RELU, CLIP, NONE],
+        "w8a16",
+        (df(0, 4, 2), df(1, 8, 4), seq((2,), 4)),
+        16,
+        (0.375, -0.125, 0.25),
+    ),
 }
 
 
 def mlp_model(case: str) -> Model:
     """The quantized, scheduled model of the MLPS case `case`."""
-    sizes, activations, precision, stages, in_lanes = MLPS[case]
-    model = pruned_mlp(case, sizes, activations, seed=len(case))
+    sizes, activations, precision, stages, in_lanes, *shared = MLPS[case]
+    model = pruned_mlp(case, sizes, activations, seed=len(case), shared=shared[0] if shared else ())
     calib = np.random.default_rng(2).uniform(-1, 1, (16, sizes[0]))
     return scheduled(model, precision, stages, in_lanes, calib)
 

@@ -117,7 +117,7 @@ def expected_stage_parameters(stage: StagePlan) -> dict[str, int]:
     common = {
         "S": stage.input.subs, "P": stage.pes, "IN_IDX_W": stage.input.index_bits, "OUT_IDX_W": output_bits,
         "ADDRESSES": stage.addresses, "LOCAL_W": stage.local_bits, "START_W": stage.start_bits,
-        "CNT_W": stage.count_bits, "W_BITS": stage.weight_bits, "ACC_W": stage.acc_bits, "DENSE": int(stage.last),
+        "CNT_W": stage.count_bits, "W_BITS": stage.encoding.weight_bits, "ACC_W": stage.acc_bits, "DENSE": int(stage.last),
         "COUNT_W": stage.groups.count_bits, "PE_FIFO_DEPTH": PE_FIFO_DEPTH, "ITEM_FIFO_DEPTH": ITEM_FIFO_DEPTH,
         "WORD_FIFO_DEPTH": WORD_FIFO_DEPTH, "DRAIN_SLACK": DRAIN_SLACK,
     }  # fmt: skip
@@ -126,7 +126,8 @@ def expected_stage_parameters(stage: StagePlan) -> dict[str, int]:
         return common | {
             "K": stage.units, "G": stage.groups.size, "N_IN": layer.shape.n_in, "N_OUT": layer.shape.n_out,
             "BEATS": layer.shape.rom_beats, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
-            "ROW_FIFO_DEPTH": ROW_FIFO_DEPTH,
+            "ROW_FIFO_DEPTH": ROW_FIFO_DEPTH, "SUM_W": stage.sum_bits, "SCALE": stage.encoding.scale,
+            "SCALE_SHIFT": -1 if stage.encoding.scale_shift is None else stage.encoding.scale_shift,
         }  # fmt: skip
     loop = stage.loop
     return common | {
@@ -233,7 +234,8 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
             expected = common | {
                 "UNITS": stage.units, "GROUP": stage.groups.size, "N_IN": layer.shape.n_in,
                 "N_OUT": layer.shape.n_out, "BEATS": layer.shape.rom_beats,
-                "WEIGHT_BITS": layer.shape.slot.weight_bits, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
+                "WEIGHT_BITS": stage.encoding.weight_bits, "SUM_BITS": stage.sum_bits,
+                "SCALE": stage.encoding.scale, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
                 "ROW_DEPTH": stage.memory("unit rows").depth, "ENTRY_DEPTH": stage.memory("PE entries").depth,
             }  # fmt: skip
             run = source[source.index(f"void {stage.name}::run(") :]

@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from fpgagen.engine.encoding import Encoding
 from fpgagen.engine.geometry import (
     ACTIVATION_DEPTH,
     CHANNEL_DEPTH,
@@ -248,7 +249,7 @@ def test_a_dataflow_stage_is_its_memories_and_its_engine():
     assert (memories["output items"].count, memories["output items"].depth, memories["output items"].width) == (
         2, CHANNEL_DEPTH, 1 + 3 + 16
     )  # fmt: skip
-    logic = engine_logic(LogicShape(2, 2, 2, acc, entries.width, 1 + 2 + 8))  # both PEs hold outputs
+    logic = engine_logic(LogicShape(2, 2, 2, acc, entries.width, 1 + 2 + 8, 2))  # both PEs hold outputs
     assert cost.dataflow(0, 2, 2).resources == total(list(memories.values())) + logic
     assert logic.dsp == 2
     # the model's last layer drains dense beats into the FIFO in front of the AXI stream
@@ -280,26 +281,47 @@ def test_a_sequential_stage_stacks_its_tables_and_shares_one_engine_for_its_wide
     assert found["loop-back items"].width == 1 + 3 + 16 and found["loop-back items"].depth >= 5 + 1
     assert all(m.role != "weights" for m in memories)  # the weights stream from off chip
     entry = found["PE entries"].width
-    logic = LogicShape(2, 2, 1, acc, entry, 1 + 2 + 8)  # slots {valid, local 0..2, weight}
+    logic = LogicShape(2, 2, 1, acc, entry, 1 + 2 + 8, 2)  # slots {valid, local 0..2, weight}
     assert cost.sequential(0, 1, 2).resources == total(memories) + engine_logic(logic)
 
 
 def test_the_issue_path_is_paid_for_the_pes_a_weight_can_reach():
-    # Layer b has 2 outputs. On 4 PEs of a dataflow stage, two hold none: their columns of the
+    # Layer a has 5 outputs. On 8 PEs of a dataflow stage, three hold none: their columns of the
     # weight ROM are empty and synthesis trims the issue path to them, but keeps them (and their
     # multipliers), as bench/bench_resources.py measures.
     cost = hand_cost()
-    acc, slot = cost.shape(1, 4).acc_bits, 1 + 1 + 8  # one local address: a 1-bit field
+    acc, slot = cost.shape(0, 8).acc_bits, 1 + 1 + 8  # one local address: a 1-bit field
     entry = 2 + 1 + 8 + 16
-    dataflow = cost.logic(Stage(DATAFLOW, (1,), 4, BRAM, 1))
-    assert dataflow == LogicShape(4, 2, 1, acc, entry, slot)
-    assert logic_counts(dataflow) == (4 * acc, 4 * entry, 2 * slot, 1, 1)
-    memories = cost.dataflow_memories(1, 4, 1)
-    assert cost.dataflow(1, 4, 1).resources == total(memories) + engine_logic(dataflow)
-    assert engine_logic(dataflow).dsp == 4
+    dataflow = cost.logic(Stage(DATAFLOW, (0,), 8, BRAM, 1))
+    assert dataflow == LogicShape(8, 5, 1, acc, entry, slot, 8)
+    assert logic_counts(dataflow) == (8 * acc, 8 * entry, 5 * slot, 1, 1)
+    memories = cost.dataflow_memories(0, 8, 1)
+    assert cost.dataflow(0, 8, 1).resources == total(memories) + engine_logic(dataflow)
+    assert engine_logic(dataflow).dsp == 8
     # A sequential stage's slots arrive from the memory port: synthesis cannot know which stay
     # empty, so every PE is fed.
-    assert cost.logic(Stage(SEQUENTIAL, (1,), 4, OFFCHIP)) == LogicShape(4, 4, 1, acc, entry, slot)
+    assert cost.logic(Stage(SEQUENTIAL, (0,), 8, OFFCHIP)) == LogicShape(8, 8, 1, acc, entry, slot, 8)
+
+
+def test_a_layer_whose_weights_are_alike_carries_positions_only():
+    # Every weight of layer b is 0.5, 2^k in its format: no weight bits in a slot or an entry, no
+    # multiplier (the drain shifts the sum), and accumulators k bits narrower than its exact bound.
+    cost = hand_cost()
+    shape = cost.shape(1, 4)
+    scale = int(cost.model.layers[1].numerics.weights_q.data[0])
+    assert shape.encoding == Encoding(0, scale) and shape.encoding.scale_shift == scale.bit_length() - 1 > 0
+    assert shape.sum_bits == shape.acc_bits - shape.encoding.scale_shift
+    dataflow = cost.logic(Stage(DATAFLOW, (1,), 4, BRAM, 1))
+    assert dataflow == LogicShape(4, 2, 1, shape.sum_bits, 2 + 1 + 16, 1 + 1, 0)
+    memories = {m.role: m for m in cost.dataflow_memories(1, 4, 1)}
+    assert memories["weights"].width == 4 * (1 + 1)
+    assert memories["accumulators"].width == shape.sum_bits and memories["bias"].width == 4 * shape.acc_bits
+    assert cost.dataflow(1, 4, 1).resources.dsp == 0
+    # The same layer in a sequential stage multiplies: its off-chip slots hold every weight.
+    sequential = cost.logic(Stage(SEQUENTIAL, (1,), 4, OFFCHIP))
+    assert sequential == LogicShape(4, 4, 1, shape.acc_bits, 2 + 1 + 8 + 16, 1 + 1 + 8, 4)
+    # A weight shared but not a power of two keeps a multiplier per PE, in the drain.
+    assert Encoding(0, 3 * scale).multiplies and not Encoding(0, -scale).multiplies and Encoding(8).multiplies
 
 
 def test_activity_is_measured_per_input_on_the_fixed_point_model():

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from .encoding import Encoding
 from .memory import Memory
 
 # Values and streams.
@@ -126,16 +127,21 @@ class LogicShape:
     pes: int
     fed_pes: int  # PEs whose slot of a weight beat can be valid: the issue path synthesis keeps
     units: int
-    acc_bits: int
+    acc_bits: int  # the accumulators' width (the sums' bits of the encoding)
     entry_bits: int
     slot_bits: int  # a PE's slot of a weight beat {valid, local address, weight}
+    multipliers: int  # DSPs: one per PE, unless the encoding has no multiplier
 
     @classmethod
-    def sized(cls, pes: int, fed_pes: int, units: int, acc_bits: int, local_bits: int, weight_bits: int) -> LogicShape:
-        """The logic of PEs whose entries and weight slots carry `local_bits`-bit addresses and
-        `weight_bits`-bit weights."""
+    def sized(
+        cls, pes: int, fed_pes: int, units: int, acc_bits: int, local_bits: int, encoding: Encoding
+    ) -> LogicShape:
+        """The logic of PEs whose entries and weight slots carry `local_bits`-bit addresses, with
+        weights in `encoding`."""
+        weight_bits = encoding.weight_bits
         slot = SlotWord(local_bits, weight_bits).width
-        return cls(pes, fed_pes, units, acc_bits, entry_bits(local_bits, weight_bits), slot)
+        multipliers = pes if encoding.multiplies else 0
+        return cls(pes, fed_pes, units, acc_bits, entry_bits(local_bits, weight_bits), slot, multipliers)
 
 
 @dataclass(frozen=True)
@@ -217,8 +223,14 @@ class LayerShape:
     pes: int
     beats: int  # the weight image's depth: sum over rows of beats_i (fpgagen.engine.layout)
     max_row_beats: int
-    acc_bits: int  # accumulator_bits of the layer
-    weight_bits: int
+    acc_bits: int  # accumulator_bits of the layer: its sums of products, bias and rounding included
+    weight_bits: int  # the weights' format: an off-chip slot holds them in any case
+    encoding: Encoding  # its slots on chip (a dataflow stage)
+
+    @property
+    def sum_bits(self) -> int:
+        """A dataflow stage's accumulators: the sums its encoding leaves to the PEs."""
+        return max(MIN_ACC_BITS, self.acc_bits - self.encoding.sum_narrowing)
 
     @property
     def addresses(self) -> int:
@@ -231,7 +243,7 @@ class LayerShape:
 
     @property
     def slot(self) -> SlotWord:
-        return SlotWord(self.local_bits, self.weight_bits)
+        return SlotWord(self.local_bits, self.encoding.weight_bits)
 
     @property
     def fed_pes(self) -> int:
@@ -241,7 +253,7 @@ class LayerShape:
 
     def logic(self, units: int) -> LogicShape:
         """The logic of a dataflow stage running this layer with K issue units."""
-        return LogicShape.sized(self.pes, self.fed_pes, units, self.acc_bits, self.local_bits, self.weight_bits)
+        return LogicShape.sized(self.pes, self.fed_pes, units, self.sum_bits, self.local_bits, self.encoding)
 
     @property
     def rom_beats(self) -> int:
@@ -276,7 +288,7 @@ def dataflow_memories(layer: LayerShape, units: int, input_index_bits: int, outp
         Memory.sized("bias", layer.addresses, pes * layer.acc_bits),
         Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + input_index_bits + VALUE_BITS, units),
         Memory.sized("unit rows", ROW_FIFO_DEPTH, 1 + row_bits + VALUE_BITS, units),
-        *pe_memories(pes, units, layer.addresses, layer.local_bits, layer.weight_bits, layer.acc_bits),
+        *pe_memories(pes, units, layer.addresses, layer.local_bits, layer.encoding.weight_bits, layer.sum_bits),
         *drain_memories(Groups(pes, units, layer.local_bits), output),
     ]
 
@@ -323,7 +335,16 @@ class SequentialShape:
     def logic(self) -> LogicShape:
         """The shared engine's logic: one issue path, and every PE fed, since the slots come from
         the memory port, where synthesis cannot see which stay empty."""
-        return LogicShape.sized(self.pes, self.pes, 1, self.acc_bits, self.local_bits, self.weight_bits)
+        return LogicShape.sized(self.pes, self.pes, 1, self.acc_bits, self.local_bits, self.encoding)
+
+    @property
+    def encoding(self) -> Encoding:
+        """A sequential stage's slots come from its off-chip image, which holds every weight."""
+        return Encoding(self.weight_bits)
+
+    @property
+    def sum_bits(self) -> int:
+        return self.acc_bits  # sums of products, as the encoding has the PEs multiply
 
     @cached_property
     def loop(self) -> Channel | None:

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ir import DATAFLOW, Layer, Model
 from ..schedule.boards import Board
+from .encoding import Encoding, encoding_of
 from .geometry import (
     AXI_PAGE,
     MAX_BURST_BEATS,
@@ -42,8 +43,11 @@ from .layout import LaneLayout, beats_per_row, lane_layout
 from .memory import Memory
 
 
-def layer_shape(layer: Layer, pes: int, row_beats: np.ndarray | None = None) -> LayerShape:
-    """The shape of a quantized layer on P PEs (`row_beats`: its beats per row, if known)."""
+def layer_shape(
+    layer: Layer, pes: int, row_beats: np.ndarray | None = None, encoding: Encoding | None = None
+) -> LayerShape:
+    """The shape of a quantized layer on P PEs (`row_beats`: its beats per row, and `encoding`,
+    if known)."""
     numerics = layer.numerics
     beats = beats_per_row(numerics.weights_q, pes) if row_beats is None else row_beats
     return LayerShape(
@@ -54,6 +58,7 @@ def layer_shape(layer: Layer, pes: int, row_beats: np.ndarray | None = None) -> 
         max_row_beats=int(beats.max(initial=0)),
         acc_bits=accumulator_bits(numerics.acc_bits),
         weight_bits=numerics.weight_format.bits,
+        encoding=encoding_of(numerics) if encoding is None else encoding,
     )
 
 
@@ -142,8 +147,9 @@ class StagePlan:
     loop: Channel | None  # a sequential stage's loop-back items
     loop_depth: int  # ... and its FIFO's depth: a whole vector (0 without loop-back)
     port: int | None  # k of the AXI4 master weights<k> of a sequential stage
-    acc_bits: int
-    weight_bits: int  # the multipliers' weight width: the widest of the stage's layers
+    acc_bits: int  # the drain's sums: bias, rounding and the scaled accumulator
+    sum_bits: int  # the accumulators' width
+    encoding: Encoding  # the weight slots of its PEs
     start_bits: int  # row-table fields
     count_bits: int
     addresses: int  # accumulator entries per PE: the widest layer's local addresses
@@ -309,7 +315,8 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
                 loop_depth=loop_depth if loop is not None else 0,
                 port=port if sequential else None,
                 acc_bits=shape.acc_bits,
-                weight_bits=shape.weight_bits,
+                sum_bits=shape.sum_bits,
+                encoding=shape.encoding,
                 start_bits=shape.start_bits,
                 count_bits=shape.count_bits,
                 addresses=shape.addresses,

@@ -18,6 +18,7 @@ from functools import cache
 
 import numpy as np
 
+from ..engine.encoding import encoding_of
 from ..engine.geometry import (
     MAX_BURSTS,
     MEMORY_LATENCY,
@@ -180,11 +181,12 @@ def logic_counts(logic: LogicShape) -> tuple[int, ...]:
 
 @cache
 def engine_logic(logic: LogicShape) -> Resources:
-    """P multiply-accumulate PEs (one DSP each: synthesis keeps every PE) taking entries from K
+    """P multiply-accumulate PEs (one DSP each unless the encoding needs no multiplier: synthesis
+    keeps every PE) taking entries from K
     issue units, the issue path to the fed PEs, and the stage's control."""
     counts = logic_counts(logic)
     return Resources(
-        dsp=logic.pes,
+        dsp=logic.multipliers,
         lut=round(sum(count * constant for count, constant in zip(counts, LUT_PER_TERM))),
         ff=round(sum(count * constant for count, constant in zip(counts, FF_PER_TERM))),
     )
@@ -436,6 +438,7 @@ class CostModel:
         self.relabel = not model.relabelled if relabel is None else relabel
         self._placements: dict[tuple[int, int], Placement] = {}
         self._cycles: dict[tuple[int, int, str, int], LayerCycles] = {}
+        self.encodings = tuple(encoding_of(layer.numerics) for layer in model.layers)
 
     @property
     def layers(self) -> tuple[Layer, ...]:
@@ -453,7 +456,7 @@ class CostModel:
 
     def shape(self, index: int, pes: int) -> LayerShape:
         """Layer `index`'s sizes on P PEs (fpgagen.engine.geometry)."""
-        return layer_shape(self.layers[index], pes, self.placement(index, pes).beats)
+        return layer_shape(self.layers[index], pes, self.placement(index, pes).beats, self.encodings[index])
 
     # Cycles --------------------------------------------------------------------------------------
 

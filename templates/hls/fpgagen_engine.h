@@ -99,13 +99,60 @@ inline Word group_word(const act_t values[N], const bool exists[N], int first, u
     return made;
 }
 
+// One PE's slot of a weight beat: valid << (LB + WB) | local << WB | (weight & (2^WB - 1)). The
+// off-chip slots are the case WB = 16, LB = 15 in 32-bit words.
+template <int WB, int LB, class Word>
+inline void unpack(Word slot, bool& valid, ap_uint<LB>& local, ap_int<WB>& weight) {
+    weight = ap_uint<WB>(slot & ((Word(1) << WB) - 1));
+    local = static_cast<unsigned>((slot >> WB) & ((Word(1) << LB) - 1));
+    valid = ((slot >> (WB + LB)) & 1) != 0;
+}
+
 // An entry of a PE's FIFO: {end, local address, weight, activation} (the bank is the PIPO buffer).
+// `product` is what the PE adds: x times the weight.
 template <int LOCAL_BITS, int WEIGHT_BITS>
 struct entry {
     bool end;
     ap_uint<LOCAL_BITS> local;
     ap_int<WEIGHT_BITS> weight;
     act_t x;
+
+    static entry make(bool end, act_t x) {
+        entry made;
+        made.end = end;
+        made.local = 0;
+        made.weight = 0;
+        made.x = x;
+        return made;
+    }
+    template <class Word>
+    void unpack_slot(Word slot, bool& valid) {
+        unpack<WEIGHT_BITS, LOCAL_BITS>(slot, valid, local, weight);
+    }
+    ap_int<16 + WEIGHT_BITS> product() const { return x * weight; }
+};
+
+// Positions only (docs/engine.md, "Weight encodings"): the layer's nonzeros share one weight,
+// which the drain applies (`scaled`); an entry carries no weight and the PE adds x.
+template <int LOCAL_BITS>
+struct entry<LOCAL_BITS, 0> {
+    bool end;
+    ap_uint<LOCAL_BITS> local;
+    act_t x;
+
+    static entry make(bool end, act_t x) {
+        entry made;
+        made.end = end;
+        made.local = 0;
+        made.x = x;
+        return made;
+    }
+    template <class Word>
+    void unpack_slot(Word slot, bool& valid) {
+        local = static_cast<unsigned>(slot & ((Word(1) << LOCAL_BITS) - 1));
+        valid = ((slot >> LOCAL_BITS) & 1) != 0;
+    }
+    act_t product() const { return x; }
 };
 
 // A looked-up row waiting for its beats: {end, start, beats, x}.
@@ -116,15 +163,6 @@ struct row {
     ap_uint<COUNT_BITS> beats;
     act_t x;
 };
-
-// One PE's slot of a weight beat: valid << (LB + WB) | local << WB | (weight & (2^WB - 1)). The
-// off-chip slots are the case WB = 16, LB = 15 in 32-bit words.
-template <int WB, int LB, class Word>
-inline void unpack(Word slot, bool& valid, ap_uint<LB>& local, ap_int<WB>& weight) {
-    weight = ap_uint<WB>(slot & ((Word(1) << WB) - 1));
-    local = static_cast<unsigned>((slot >> WB) & ((Word(1) << LB) - 1));
-    valid = ((slot >> (WB + LB)) & 1) != 0;
-}
 
 // The position of the lowest set bit of a nonzero mask (a tree of G comparisons, unrolled).
 template <int G>
@@ -141,13 +179,22 @@ inline unsigned lowest(ap_uint<G> mask) {
 }
 
 // docs/numerics.md: y = clamp((acc + bias') >> shift, lo, hi), bias' holding the rounding term
-// 2^(shift-1); >> is arithmetic. The accumulator width is the layer's exact worst case.
+// 2^(shift-1); >> is arithmetic. ACC is the layer's exact worst case: `acc` is a bank's sum,
+// scaled by the shared weight of a positions-only layer (`scaled`).
 template <int ACC, class Bias>
 inline act_t requantize(ap_int<ACC> acc, Bias bias, unsigned shift, int lo, int hi) {
 #pragma HLS INLINE
     const ap_int<ACC> total = acc + ap_int<ACC>(bias);
     const ap_int<ACC> shifted = total >> shift;
     return shifted < lo ? act_t(lo) : (shifted > hi ? act_t(hi) : act_t(shifted));
+}
+
+// A dataflow bank's sum times the layer's shared weight (1 unless positions only): a constant,
+// so a power of two is a shift.
+template <class Cfg>
+inline ap_int<Cfg::ACC_BITS> scaled(typename Cfg::acc_t sum) {
+#pragma HLS INLINE
+    return ap_int<Cfg::ACC_BITS>(sum) * Cfg::SCALE;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -314,21 +361,14 @@ void issue(hls::stream<typename Cfg::row_t>& rows, hls::stream<typename Cfg::ent
         if (done) {
             for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
-                entry_t closing;
-                closing.end = true;
-                closing.local = 0;
-                closing.weight = 0;
-                closing.x = 0;
-                entries[p].write(closing);
+                entries[p].write(entry_t::make(true, 0));
             }
         } else {
             for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
-                entry_t slot;
+                entry_t slot = entry_t::make(false, x);
                 bool valid;
-                unpack<Cfg::WEIGHT_BITS, Cfg::LOCAL_BITS>(Cfg::rom[beat][p], valid, slot.local, slot.weight);
-                slot.end = false;
-                slot.x = x;
+                slot.unpack_slot(Cfg::rom[beat][p], valid);
                 if (valid) {
                     entries[p].write(slot);
                 }
@@ -364,11 +404,11 @@ inline void clear_history(history<ACC, LB>& h) {
     }
 }
 
-// acc[local] += x * w, reading through the history; products wider than the accumulator wrap,
-// which is exact because the true sum fits (docs/numerics.md).
-template <int ADDRESSES, int ACC, int LB, int WB>
+// acc[local] += product (x * w, or x), reading through the history; products wider than the
+// accumulator wrap, which is exact because the true sum fits (docs/numerics.md).
+template <int ADDRESSES, int ACC, int LB, class Product>
 inline void accumulate(ap_int<ACC> acc[ADDRESSES], history<ACC, LB>& h, bool valid, ap_uint<LB> local,
-                       ap_int<WB> weight, act_t x) {
+                       Product product) {
 #pragma HLS INLINE
     ap_int<ACC> old = acc[local];
     for (int i = FORWARD - 1; i >= 0; --i) {  // the newest matching write (i = 0) wins
@@ -377,7 +417,7 @@ inline void accumulate(ap_int<ACC> acc[ADDRESSES], history<ACC, LB>& h, bool val
             old = h.sum[i];
         }
     }
-    const ap_int<ACC> sum = old + ap_int<ACC>(x * weight);
+    const ap_int<ACC> sum = old + ap_int<ACC>(product);
     if (valid) {
         acc[local] = sum;
     }
@@ -414,7 +454,7 @@ void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
          typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES]) {
     typedef typename Cfg::entry_t entry_t;
     clear_banks<Cfg>(acc);
-    history<Cfg::ACC_BITS, Cfg::LOCAL_BITS> h[Cfg::PES];
+    history<Cfg::SUM_BITS, Cfg::LOCAL_BITS> h[Cfg::PES];
     unsigned ends[Cfg::PES];
 #pragma HLS ARRAY_PARTITION variable=h type=complete dim=0
 #pragma HLS ARRAY_PARTITION variable=ends type=complete dim=1
@@ -430,11 +470,7 @@ void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
         bool whole = true;
         for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
-            entry_t next;
-            next.end = false;
-            next.local = 0;
-            next.weight = 0;
-            next.x = 0;
+            entry_t next = entry_t::make(false, 0);
             bool got = false;
             for (int u = 0; u < Cfg::UNITS; ++u) {
 #pragma HLS UNROLL
@@ -445,7 +481,7 @@ void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
             if (got && next.end) {
                 ++ends[p];
             }
-            accumulate<Cfg::ADDRESSES>(acc[p], h[p], got && !next.end, next.local, next.weight, next.x);
+            accumulate<Cfg::ADDRESSES>(acc[p], h[p], got && !next.end, next.local, next.product());
             whole = whole && ends[p] == unsigned(Cfg::UNITS);
         }
         done = whole;
@@ -474,7 +510,7 @@ void drain_words(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES],
             for (int p = 0; p < P; ++p) {
 #pragma HLS UNROLL
                 exists[p] = a * P + p < Cfg::N_OUT;
-                y[p] = requantize<Cfg::ACC_BITS>(acc[p][a], Cfg::bias[a][p], Cfg::SHIFT, Cfg::LO, Cfg::HI);
+                y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(acc[p][a]), Cfg::bias[a][p], Cfg::SHIFT, Cfg::LO, Cfg::HI);
             }
             for (int c = 0; c < Cfg::UNITS; ++c) {
 #pragma HLS UNROLL
@@ -511,7 +547,7 @@ void drain_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], hls::s
 #pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
         for (int p = 0; p < P; ++p) {
 #pragma HLS UNROLL
-            y[p] = requantize<Cfg::ACC_BITS>(acc[p][a], Cfg::bias[a][p], Cfg::SHIFT, Cfg::LO, Cfg::HI);
+            y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(acc[p][a]), Cfg::bias[a][p], Cfg::SHIFT, Cfg::LO, Cfg::HI);
             exists[p] = a * P + p < Cfg::N_OUT;
         }
         out.write(dense_beat<Beat, P>(y, exists, a == Cfg::ADDRESSES - 1));
@@ -649,7 +685,7 @@ void seq_mac(hls::stream<typename Cfg::waiting_t>& waits, hls::stream<typename C
                 ap_int<Cfg::SLOT_WEIGHT_BITS> weight;
                 unpack<Cfg::SLOT_WEIGHT_BITS, Cfg::SLOT_LOCAL_BITS>(beat.range(SLOT * p + SLOT - 1, SLOT * p).to_uint(),
                                                                     valid, local, weight);
-                accumulate<Cfg::ADDRESSES>(acc[p], h[p], valid, ap_uint<Cfg::LOCAL_BITS>(local), weight, x);
+                accumulate<Cfg::ADDRESSES>(acc[p], h[p], valid, ap_uint<Cfg::LOCAL_BITS>(local), x * weight);
             }
             --left;
         }

@@ -104,7 +104,9 @@ class DataflowStage:
     addresses: int
     beats: int  # ROM depth (at least 1: an empty layer keeps one all-invalid beat)
     acc_bits: int
-    weight_bits: int
+    sum_bits: int  # the banks
+    scale: int  # the drain multiplies a sum by it: the shared weight (positions only), else 1
+    weight_bits: int  # 0: positions only
     local_bits: int
     start_bits: int
     count_bits: int
@@ -286,7 +288,9 @@ def _dataflow_stage(stage: StagePlan, in_channel: ChannelView, out_channel: Chan
         addresses=stage.addresses,
         beats=shape.rom_beats,
         acc_bits=stage.acc_bits,
-        weight_bits=shape.slot.weight_bits,
+        sum_bits=stage.sum_bits,
+        scale=stage.encoding.scale,
+        weight_bits=stage.encoding.weight_bits,
         local_bits=stage.local_bits,
         start_bits=stage.start_bits,
         count_bits=stage.count_bits,

@@ -178,8 +178,8 @@ def _dataflow_stage(stage: StagePlan, memories: Path) -> dict:
         ("IN_IDX_W", stage.input.index_bits), ("OUT_IDX_W", _out_index_bits(stage)),
         ("N_IN", layer.shape.n_in), ("N_OUT", layer.shape.n_out), ("ADDRESSES", stage.addresses),
         ("LOCAL_W", stage.local_bits), ("BEATS", layer.shape.rom_beats),
-        ("START_W", stage.start_bits), ("CNT_W", stage.count_bits), ("W_BITS", stage.weight_bits),
-        ("ACC_W", stage.acc_bits), ("SHIFT", layer.shift), ("LO", layer.lo), ("HI", layer.hi),
+        ("START_W", stage.start_bits), ("CNT_W", stage.count_bits), *_encoding_parameters(stage),
+        ("ACC_W", stage.acc_bits), ("SUM_W", stage.sum_bits), ("SHIFT", layer.shift), ("LO", layer.lo), ("HI", layer.hi),
         ("DENSE", int(stage.last)), ("ROW_FIFO_DEPTH", ROW_FIFO_DEPTH), *_fifo_parameters(stage),
         ("ROWS_FILE", f'"{files["rows"]}"'), ("WEIGHTS_FILE", f'"{files["weights"]}"'),
         ("BIAS_FILE", f'"{files["bias"]}"'),
@@ -205,7 +205,7 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
         ("OUT_IDX_W", _out_index_bits(stage)),
         ("ADDRESSES", stage.addresses), ("LOCAL_W", stage.local_bits), ("ROWS", stage.rows),
         ("START_W", stage.start_bits), ("CNT_W", stage.count_bits),
-        ("W_BITS", stage.weight_bits), ("ACC_W", stage.acc_bits), ("BIAS_ROWS", stage.bias_rows),
+        ("W_BITS", stage.encoding.weight_bits), ("ACC_W", stage.acc_bits), ("BIAS_ROWS", stage.bias_rows),
         ("DENSE", int(stage.last)), *_fifo_parameters(stage),
         ("LOOP_DEPTH", stage.loop_depth if loop else 1), ("LOOP_SLACK", CHANNEL_SLACK),
         ("REQUEST_DEPTH", REQUEST_DEPTH), ("ACTIVATION_DEPTH", ACTIVATION_DEPTH), ("MAX_BURSTS", MAX_BURSTS),
@@ -220,6 +220,17 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
     description = f"sequential, layers {names}, {stage.pes} PE(s), weights from gmem{stage.port}"
     port = plan.interface.ports[stage.port]
     return _stage_context(stage, "fg_seq_stage", description, parameters, port.data_bits)
+
+
+def _encoding_parameters(stage: StagePlan) -> list[tuple[str, int]]:
+    """The PEs' weight slots, and what the drain multiplies a sum by (fg_pe.v)."""
+    encoding = stage.encoding
+    shift = encoding.scale_shift
+    return [
+        ("W_BITS", encoding.weight_bits),
+        ("SCALE", encoding.scale),
+        ("SCALE_SHIFT", -1 if shift is None else shift),
+    ]
 
 
 def _row_table(stage: StagePlan) -> bytes:

@@ -4,6 +4,10 @@
 // the first FIFO that has one, multiplies, and adds into accumulator `local` of `bank`. Entries
 // are order-free (integer sums), so nothing but the FIFOs is shared with the other PEs.
 //
+// With W_BITS = 0 (positions only, docs/engine.md "Weight encodings") entries carry no weight:
+// the PE adds x, and the drain multiplies the sum by the layer's one weight SCALE, a shift by
+// SCALE_SHIFT when |SCALE| is a power of two (SCALE_SHIFT = -1 otherwise).
+//
 // MAC pipeline (never stalls): E1 entry -> E2 product register, accumulator read -> E3 the read's
 // output register; sum -> E4 write. A read can miss the three writes ahead of it, so their sums
 // are forwarded (the matches are found one stage early and registered).
@@ -11,7 +15,8 @@
 // An end entry marks the end of a vector on its FIFO; when all K have passed the pipeline, the
 // bank is `done` until the drain, which reads every local address of it (two cycles to the data,
 // like the MAC), clears it as it reads, and requantizes (docs/numerics.md):
-// clamp((acc + bias') >>> shift, lo, hi), where bias' already holds the rounding term 2^(shift-1).
+// clamp((SCALE * acc + bias') >>> shift, lo, hi), where bias' already holds the rounding term
+// 2^(shift-1).
 //
 // After reset the PE clears both banks, one address per cycle, and is `ready` when done: a reset
 // in the middle of a batch leaves no partial sum behind.
@@ -19,8 +24,11 @@ module fg_pe #(
     parameter integer K = 1,            // issue units, one FIFO each
     parameter integer LOCAL_W = 1,
     parameter integer ADDRESSES = 1,
-    parameter integer W_BITS = 8,
-    parameter integer ACC_W = 32,
+    parameter integer W_BITS = 8,       // 0: positions only
+    parameter integer ACC_W = 32,       // the drain's sums: the bias and the scaled accumulator
+    parameter integer SUM_W = ACC_W,    // the accumulators
+    parameter integer SCALE = 1,        // what the drain multiplies an accumulator by
+    parameter integer SCALE_SHIFT = 0,  // log2 |SCALE|, or -1 when |SCALE| is no power of two
     parameter integer SHIFT_W = 6,      // bits of cfg_shift
     parameter integer FIFO_DEPTH = 32,
     parameter integer SLACK = 8,        // entries a unit may write before it sees `room` fall
@@ -49,7 +57,7 @@ module fg_pe #(
 );
     localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
     localparam integer ENTRY_W = 2 + LOCAL_W + W_BITS + VALUE_W;  // {end, bank, local, weight, x}
-    localparam integer PROD_W = VALUE_W + W_BITS;
+    localparam integer PROD_W = VALUE_W + W_BITS;  // x alone when positions only
     localparam integer CMP_W = (ACC_W > VALUE_W) ? ACC_W : VALUE_W + 1;
     localparam integer KB = (K > 1) ? $clog2(K + 1) : 1;
     localparam [31:0] LAST_ADDRESS32 = ADDRESSES - 1;
@@ -92,7 +100,6 @@ module fg_pe #(
     // ---- MAC pipeline ----------------------------------------------------------------------------
     reg e1_valid, e1_end, e1_bank;
     reg [LOCAL_W-1:0] e1_local;
-    reg signed [W_BITS-1:0] e1_w;
     reg signed [VALUE_W-1:0] e1_x;
     reg e2_valid, e2_end, e2_bank;
     reg [LOCAL_W-1:0] e2_local;
@@ -103,15 +110,27 @@ module fg_pe #(
     reg [2:0] e3_match;                 // which of the three writes ahead holds this address
     reg e4_valid, e4_end, e4_bank;      // e4: the write; e5, e6: the two before it
     reg [LOCAL_W-1:0] e4_local;
-    reg [ACC_W-1:0] e4_sum;
+    reg [SUM_W-1:0] e4_sum;
     reg e5_valid, e5_bank;
     reg [LOCAL_W-1:0] e5_local;
-    reg [ACC_W-1:0] e5_sum, e6_sum;
-    wire [ACC_W-1:0] e3_read;           // the accumulator, read at E1
+    reg [SUM_W-1:0] e5_sum, e6_sum;
+    wire [SUM_W-1:0] e3_read;           // the accumulator, read at E1
 
-    wire [ACC_W-1:0] product;
-    fg_resize #(.IN_W(PROD_W), .OUT_W(ACC_W)) u_product (.in(e3_prod), .out(product));
-    wire [ACC_W-1:0] base = e3_match[0] ? e4_sum : e3_match[1] ? e5_sum : e3_match[2] ? e6_sum : e3_read;
+    wire [SUM_W-1:0] product;
+    fg_resize #(.IN_W(PROD_W), .OUT_W(SUM_W)) u_product (.in(e3_prod), .out(product));
+    wire [SUM_W-1:0] base = e3_match[0] ? e4_sum : e3_match[1] ? e5_sum : e3_match[2] ? e6_sum : e3_read;
+
+    // The entry's fields, and its product: x times its weight, or x alone.
+    wire signed [PROD_W-1:0] e1_product;
+    generate
+        if (W_BITS > 0) begin : g_weighted
+            reg signed [W_BITS-1:0] e1_w;
+            always @(posedge clk) e1_w <= chosen[VALUE_W +: W_BITS];
+            assign e1_product = e1_x * e1_w;
+        end else begin : g_positions
+            assign e1_product = e1_x;
+        end
+    endgenerate
 
     always @(posedge clk) begin
         if (rst) begin
@@ -127,11 +146,14 @@ module fg_pe #(
             e4_valid <= e3_valid;
             e5_valid <= e4_valid && !e4_end;
         end
-        {e1_end, e1_bank, e1_local, e1_w, e1_x} <= chosen;
+        e1_end <= chosen[ENTRY_W-1];
+        e1_bank <= chosen[ENTRY_W-2];
+        e1_local <= chosen[ENTRY_W-3 -: LOCAL_W];
+        e1_x <= chosen[VALUE_W-1:0];
         e2_end <= e1_end;
         e2_bank <= e1_bank;
         e2_local <= e1_local;
-        e2_prod <= e1_x * e1_w;
+        e2_prod <= e1_product;
         e3_end <= e2_end;
         e3_bank <= e2_bank;
         e3_local <= e2_local;
@@ -178,25 +200,25 @@ module fg_pe #(
         end
     end
 
-    wire [ACC_W-1:0] read0, read1;
-    reg [ACC_W-1:0] read0_r, read1_r;   // the output registers
+    wire [SUM_W-1:0] read0, read1;
+    reg [SUM_W-1:0] read0_r, read1_r;   // the output registers
     reg e2_from1, e3_from1;             // the bank the MAC's read came from, at E2 and E3
     wire drain0 = drain_read && !drain_bank;
     wire drain1 = drain_read && drain_bank;
-    fg_ram #(.WIDTH(ACC_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank0 (
+    fg_ram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank0 (
         .clk(clk),
         .we(!ready || drain0 || (e4_valid && !e4_end && !e4_bank)),
         .waddr(!ready ? clear_addr : drain0 ? drain_addr : e4_local),
-        .wdata((!ready || drain0) ? {ACC_W{1'b0}} : e4_sum),
+        .wdata((!ready || drain0) ? {SUM_W{1'b0}} : e4_sum),
         .re(1'b1),
         .raddr(drain0 ? drain_addr : e1_local),
         .rdata(read0)
     );
-    fg_ram #(.WIDTH(ACC_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank1 (
+    fg_ram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank1 (
         .clk(clk),
         .we(!ready || drain1 || (e4_valid && !e4_end && e4_bank)),
         .waddr(!ready ? clear_addr : drain1 ? drain_addr : e4_local),
-        .wdata((!ready || drain1) ? {ACC_W{1'b0}} : e4_sum),
+        .wdata((!ready || drain1) ? {SUM_W{1'b0}} : e4_sum),
         .re(1'b1),
         .raddr(drain1 ? drain_addr : e1_local),
         .rdata(read1)
@@ -215,7 +237,22 @@ module fg_pe #(
 
     // ---- drain: requantize ------------------------------------------------------------------------
     // d3: the accumulator (with the bias, given at d3) -> r1: total -> r2: shifted -> y: clamped
-    wire [ACC_W-1:0] drained_acc = d2_bank ? read1_r : read0_r;
+    wire [SUM_W-1:0] drained_sum = d2_bank ? read1_r : read0_r;
+    // |SCALE| * the sum: a shift when |SCALE| is a power of two; a negative SCALE subtracts it
+    localparam integer SUBTRACT = (SCALE < 0 && SCALE_SHIFT >= 0) ? 1 : 0;
+    wire signed [ACC_W-1:0] drained_wide;
+    wire signed [ACC_W-1:0] drained_acc;
+    fg_resize #(.IN_W(SUM_W), .OUT_W(ACC_W)) u_sum (.in(drained_sum), .out(drained_wide));
+    generate
+        if (SCALE_SHIFT < 0) begin : g_scale_multiply
+            localparam [31:0] SCALE32 = SCALE;
+            wire signed [ACC_W-1:0] scale_wide;
+            fg_resize #(.IN_W(32), .OUT_W(ACC_W)) u_scale (.in(SCALE32), .out(scale_wide));
+            assign drained_acc = drained_wide * scale_wide;
+        end else begin : g_scale_shift
+            assign drained_acc = drained_wide <<< SCALE_SHIFT;
+        end
+    endgenerate
     reg signed [ACC_W-1:0] total;
     reg signed [CMP_W-1:0] shifted;
     wire [CMP_W-1:0] shifted_wide;
@@ -227,7 +264,7 @@ module fg_pe #(
     wire signed [CMP_W-1:0] clamped = (shifted < lo) ? lo : (shifted > hi) ? hi : shifted;  // upper bits: the sign
     /* verilator lint_on UNUSEDSIGNAL */
     always @(posedge clk) begin
-        total <= drained_acc + bias;
+        total <= (SUBTRACT != 0) ? bias - drained_acc : bias + drained_acc;
         shifted <= shifted_wide;
         y <= clamped[VALUE_W-1:0];
     end

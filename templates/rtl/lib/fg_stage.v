@@ -23,8 +23,11 @@ module fg_stage #(
     parameter integer BEATS = 1,
     parameter integer START_W = 1,
     parameter integer CNT_W = 1,
-    parameter integer W_BITS = 8,
+    parameter integer W_BITS = 8,       // 0: positions only (the PEs' SCALE and SCALE_SHIFT)
     parameter integer ACC_W = 32,
+    parameter integer SUM_W = ACC_W,
+    parameter integer SCALE = 1,
+    parameter integer SCALE_SHIFT = 0,
     parameter integer SHIFT = 0,
     parameter integer LO = -32768,
     parameter integer HI = 32767,
@@ -177,7 +180,8 @@ module fg_stage #(
                 assign in_write[u] = entry_write[u*P + p];
             end
             fg_pe #(
-                .K(K), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .ACC_W(ACC_W), .SHIFT_W(6),
+                .K(K), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .ACC_W(ACC_W), .SUM_W(SUM_W),
+                .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT), .SHIFT_W(6),
                 .FIFO_DEPTH(PE_FIFO_DEPTH), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE)
             ) u_pe (
                 .clk(clk), .rst(rst), .ready(pe_ready[p]),
