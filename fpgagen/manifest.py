@@ -149,6 +149,7 @@ def _layer_entry(plan: EnginePlan, index: int, estimated: dict, accuracy: Accura
     layer = layer_plan.layer
     numerics = layer.numerics
     shape = layer_plan.shape
+    encoding = plan.stages[layer.schedule.stage].encoding  # a sequential stage's, whatever the layer's
     return {
         "name": layer.name,
         "origin": layer.origin,
@@ -172,6 +173,7 @@ def _layer_entry(plan: EnginePlan, index: int, estimated: dict, accuracy: Accura
         "stage": layer.schedule.stage,
         "weight_memory": layer.schedule.weight_memory,
         "beats": shape.beats,
+        "encoding": asdict(encoding) | {"multiplies": encoding.multiplies},
         "lane_efficiency": numerics.weights_q.nnz / max(1, shape.beats * shape.pes),
         "estimate": estimated.get(layer.name),
         "saturated": accuracy.layers[index].saturated if accuracy is not None else None,

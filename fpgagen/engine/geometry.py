@@ -83,6 +83,11 @@ def accumulator_bits(exact_bits: int) -> int:
     return max(MIN_ACC_BITS, exact_bits)
 
 
+def sum_bits(acc_bits: int, encoding: Encoding) -> int:
+    """The accumulators' width: a layer's exact bound, less what its encoding leaves to the drain."""
+    return max(MIN_ACC_BITS, acc_bits - encoding.sum_narrowing)
+
+
 def rom_copies(units: int) -> int:
     """Copies of a stage's row table and weight ROM: a block RAM gives two units a port each."""
     return ceil_div(units, 2)
@@ -230,7 +235,7 @@ class LayerShape:
     @property
     def sum_bits(self) -> int:
         """A dataflow stage's accumulators: the sums its encoding leaves to the PEs."""
-        return max(MIN_ACC_BITS, self.acc_bits - self.encoding.sum_narrowing)
+        return sum_bits(self.acc_bits, self.encoding)
 
     @property
     def addresses(self) -> int:

@@ -138,6 +138,14 @@ def _input_figures(data: ReportData) -> None:
     data.roofline = _roofline(data)
 
 
+def _board_macs_per_s(estimate: dict) -> float | None:
+    """The cost model's compute roof for this model: its DSPs on the MACs that multiply, its LUTs
+    in the least PEs on all of them (docs/cost-model.md, "Roofline"), in MACs a second."""
+    roofline = estimate.get("roofline") or {}
+    bound, macs = roofline.get("compute_bound"), roofline.get("useful_macs")
+    return bound * macs if bound and macs else None
+
+
 def _roofline(data: ReportData) -> Roofline:
     manifest = data.manifest
     estimate = manifest.get("estimate") or {}
@@ -150,7 +158,7 @@ def _roofline(data: ReportData) -> Roofline:
     interval = estimate.get("totals", {}).get("interval")
     return Roofline(
         clock_hz=clock,
-        board_macs_per_s=budget.get("dsp", lanes) * clock,
+        board_macs_per_s=_board_macs_per_s(estimate) or budget.get("dsp", lanes) * clock,
         board_bytes_per_s=board.get("channels", 0) * board.get("channel_gbps", 0.0) * 1e9,
         design_macs_per_s=lanes * clock,
         design_bytes_per_s=ports * clock,

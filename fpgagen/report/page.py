@@ -174,6 +174,7 @@ def _layers(data: ReportData) -> list[dict]:
                 "mode": layer["mode"],
                 "pes": layer["pes"],
                 "units": layer["units"],
+                "weights": _encoding(layer["encoding"]),
                 "stage": layer["stage"],
                 "lane_efficiency": f"{layer['lane_efficiency']:.2f}",
                 "useful_macs": _fmt(found.useful_macs if found else None, ",.0f"),
@@ -187,6 +188,13 @@ def _layers(data: ReportData) -> list[dict]:
             }
         )
     return rows
+
+
+def _encoding(encoding: dict) -> str:
+    """How a layer's weights reach its PEs: their bits, or positions only and the shared weight."""
+    if encoding["weight_bits"]:
+        return f"{encoding['weight_bits']}-bit"
+    return f"positions, x{encoding['scale']}" + ("" if encoding["multiplies"] else " (shift)")
 
 
 def _stages(data: ReportData) -> list[dict]:

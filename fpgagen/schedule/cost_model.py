@@ -18,20 +18,23 @@ from functools import cache
 
 import numpy as np
 
-from ..engine.encoding import encoding_of
+from ..engine.encoding import Encoding, encoding_of
 from ..engine.geometry import (
     MAX_BURSTS,
     MEMORY_LATENCY,
     OFFCHIP_SLOT_BYTES,
+    PE_FIFO_DEPTH,
     LayerShape,
     LogicShape,
     SequentialShape,
+    accumulator_bits,
     bits_for,
     ceil_div,
     dataflow_memories,
     in_lanes,
     reader_memories,
     sequential_memories,
+    sum_bits,
 )
 from ..engine.memory import BRAM as BLOCK_RAM
 from ..engine.memory import LUTRAM, REGISTERS, Memory
@@ -195,6 +198,17 @@ def engine_logic(logic: LogicShape) -> Resources:
 READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
 
 
+def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
+    """The LUTs of the least PE the engine can build for a layer (the roofline's unit of MACs):
+    one local address, one issue unit, so one entry FIFO and two one-word banks, and its issue
+    path; no share of any unit or stage."""
+    shape = LogicShape.sized(1, 1, 1, sum_bits(acc_bits, encoding), 1, encoding)
+    fifo = lutram_luts(PE_FIFO_DEPTH, shape.entry_bits)
+    banks = 2 * lutram_luts(1, shape.acc_bits)
+    per_pe = logic_counts(shape)[:3]
+    return sum(count * constant for count, constant in zip(per_pe, LUT_PER_TERM)) + fifo + banks
+
+
 @dataclass(frozen=True)
 class LayerCycles:
     """One layer's cycles per vector on a stage."""
@@ -246,9 +260,14 @@ class Roofline:
     """The board's limits for this model, in vectors per second (docs/cost-model.md)."""
 
     useful_macs: float  # per vector: sum over layers of sum_i p_i nnz(row i)
-    compute_bound: float
+    dsp_bound: float  # every DSP busy on the MACs that need a multiplier (inf: none do)
+    lut_bound: float  # every LUT in PEs of the least size, each busy on one MAC a cycle
     offchip_bytes: float  # per vector, that no placement of the weights can avoid
     memory_bound: float  # inf when every weight fits on chip
+
+    @property
+    def compute_bound(self) -> float:
+        return min(self.dsp_bound, self.lut_bound)
 
     @property
     def bound(self) -> float:
@@ -405,6 +424,8 @@ class DesignEstimate:
             "roofline": {  # null for a bound that does not exist (no off-chip traffic, no work)
                 "useful_macs": roofline.useful_macs,
                 "compute_bound": _finite(roofline.compute_bound),
+                "dsp_bound": _finite(roofline.dsp_bound),
+                "lut_bound": _finite(roofline.lut_bound),
                 "offchip_bytes": roofline.offchip_bytes,
                 "memory_bound": _finite(roofline.memory_bound),
                 "bound": _finite(roofline.bound),
@@ -605,22 +626,29 @@ class CostModel:
     # Whole designs -----------------------------------------------------------------------------
 
     def roofline(self) -> Roofline:
-        """Compute bound: all DSPs busy on useful MACs. Memory bound: the off-chip traffic left
-        when on-chip memory holds the most often used weights (a fractional knapsack)."""
+        """Compute bounds: all DSPs busy on the useful MACs that need a multiplier; all LUTs in PEs
+        of the least size the engine can build, each busy on a useful MAC every cycle. Memory
+        bound: the off-chip traffic left when on-chip memory holds the most often used weights (a
+        fractional knapsack)."""
         board = self.board
         useful = []  # (probability, nonzeros) of every row of every layer
         bits_per_weight = []
-        for layer, p in zip(self.layers, self.activity.probabilities):
+        multiplied = pe_luts = 0.0  # per vector: MACs that need a DSP; MACs x their PE's LUTs
+        for layer, p, encoding in zip(self.layers, self.activity.probabilities, self.encodings):
             nnz = np.diff(layer.numerics.weights_q.indptr)
             useful.append((p, nnz))
-            # the smallest on-chip entry: valid bit, one local-address bit, the weight
-            bits_per_weight.append(np.full(layer.in_features, 2 + layer.numerics.weight_format.bits))
+            # the smallest on-chip entry: valid bit, one local-address bit, the weight if any
+            bits_per_weight.append(np.full(layer.in_features, 2 + encoding.weight_bits))
+            macs = float(p @ nnz)
+            multiplied += macs if encoding.multiplies else 0.0
+            pe_luts += macs * least_pe_luts(accumulator_bits(layer.numerics.acc_bits), encoding)
         p = np.concatenate([u[0] for u in useful])
         nnz = np.concatenate([u[1] for u in useful]).astype(np.float64)
         entry = np.concatenate(bits_per_weight)
         macs = float(p @ nnz)
         budget = board_budget(board)
-        compute_bound = math.inf if macs == 0 else budget.dsp * board.clock_hz / macs
+        dsp_bound = math.inf if multiplied == 0 else budget.dsp * board.clock_hz / multiplied
+        lut_bound = math.inf if pe_luts == 0 else budget.lut * board.clock_hz / pe_luts
         # Every LUT counted as 64 bits of distributed RAM overstates the fabric's storage, which
         # keeps this an upper bound on any design.
         capacity = budget.bram * BRAM36_BITS + budget.uram * URAM_BITS + budget.lut * LUTRAM_DEPTH
@@ -631,7 +659,7 @@ class CostModel:
         offchip = float(p[order] @ left_weights) * OFFCHIP_SLOT_BYTES
         bandwidth = board.channels * board.channel_gbps * 1e9
         memory_bound = math.inf if offchip <= 0 else bandwidth / offchip
-        return Roofline(macs, compute_bound, offchip, memory_bound)
+        return Roofline(macs, dsp_bound, lut_bound, offchip, memory_bound)
 
     def estimate(self, stages: tuple[Stage, ...], batch: int, in_lanes: int | None = None) -> DesignEstimate:
         """The figures of a design of `stages` (and a reader of `in_lanes` values a beat, by default
