@@ -37,7 +37,7 @@ from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.cost_model import CostModel
 
 # The plan's kinds as synthesis attributes, and the stage parameter that carries each memory's.
-STYLES = {"bram": "block", "lutram": "distributed", "registers": "registers"}
+STYLES = {"bram": "block", "lutram": "distributed", "uram": "ultra", "registers": "registers"}
 STAGE_STYLES = {
     False: {
         "row table": "ROWS_STYLE", "weights": "WEIGHTS_STYLE", "bias": "BIAS_STYLE", "accumulators": "ACC_STYLE",
@@ -134,6 +134,7 @@ def expected_stage_parameters(stage: StagePlan) -> dict[str, int]:
         "LAYERS": len(stage.layers), "LOOP_IDX_W": loop.index_bits if loop else 1, "ROWS": stage.rows,
         "BIAS_ROWS": stage.bias_rows, "LOOP_DEPTH": stage.loop_depth if loop else 1,
         "REQUEST_DEPTH": REQUEST_DEPTH, "ACTIVATION_DEPTH": ACTIVATION_DEPTH, "MAX_BURSTS": MAX_BURSTS,
+        "ROW_TABLE_BEATS": stage.tables.row_table_beats, "BIAS_WORDS": stage.tables.bias_slot_bits // 32,
     }  # fmt: skip
 
 
@@ -201,7 +202,7 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
     header = (hls / f"{plan.top}.h").read_text()
     source = (hls / f"{plan.top}.cpp").read_text()
     configs = hls_configs(header)
-    rom_impl = {"bram": "bram", "lutram": "lutram", "registers": "lutram"}
+    rom_impl = {"bram": "bram", "lutram": "lutram", "uram": "uram", "registers": "lutram"}
     for stage in plan.stages:
         cfg = configs[stage.name]
         common = {
@@ -215,6 +216,7 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
             expected = common | {
                 "LAYERS": len(stage.layers), "ROWS": stage.rows, "BIAS_ROWS": stage.bias_rows,
                 "IMAGE_BEATS": port.image_beats, "SLOT_LOCAL_BITS": OFFCHIP_SLOT.local_bits,
+                "ROW_TABLE_BEATS": stage.tables.row_table_beats, "BIAS_WORDS": stage.tables.bias_slot_bits // 32,
                 "SLOT_WEIGHT_BITS": OFFCHIP_SLOT.weight_bits,
                 "REQUEST_DEPTH": stage.memory("row requests").depth,
                 "WAITING_DEPTH": stage.memory("waiting activations").depth,

@@ -13,9 +13,11 @@ from designs import MLPS, NONE, RELU, lint, mlp_design, mlp_model, pruned_mlp
 from plan_checks import check_design_follows_plan, check_rtl_memories_are_the_plan
 
 from fpgagen.engine.geometry import MEMORY_LATENCY
+from fpgagen.engine.plan import plan_engine
 from fpgagen.examples.graphchallenge import draw_images
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.manifest import read_manifest
+from fpgagen.schedule.boards import load_board
 
 SIMULATORS = ["icarus", "verilator"]
 GC_SCHEDULES = ["auto", "dataflow", "sequential"]
@@ -201,13 +203,21 @@ def test_the_offchip_memory_answers_late_and_every_pass_waits_for_it(tmp_path, r
     assert 0.9 * passes * 400 <= cycles[400] - cycles[0] <= 1.2 * passes * 400
 
 
-def test_corrupted_offchip_image_is_reported(tmp_path, run_cli):
+@pytest.mark.parametrize("part", ["weights", "bias"])
+def test_corrupted_offchip_image_is_reported(part, tmp_path, run_cli):
+    """The weights and the tables the load phase fills both come from the image."""
     require("icarus")
     outdir = mlp_design("sequential_only", tmp_path / "design", count=6)
     image = outdir / "weights0.bin"
     words = np.fromfile(image, dtype="<u4")
-    # A high bit of the first weight: its lowest bit may round away before any output.
-    words[np.flatnonzero(words >> 31)[0]] ^= 1 << 14
+    stage = plan_engine(mlp_model("sequential_only"), load_board("u280")).stages[0]
+    if part == "weights":
+        # A high bit of the first weight: its lowest bit may round away before any output.
+        base = stage.layers[0].offchip_base // 4
+        words[base + np.flatnonzero(words[base:] >> 31)[0]] ^= 1 << 14
+    else:
+        # The first output's bias (the low word of its value), moved by 2^24 in the sums' scale.
+        words[stage.tables.row_table_beats * stage.pes] ^= 1 << 24
     words.tofile(image)
     result = run_cli("sim", outdir, "--simulator", "icarus")
     assert result.exit_code == 1

@@ -51,6 +51,7 @@ MAX_BURST_BEATS = 256  # AXI4 INCR bursts are at most 256 beats
 AXI_PAGE = 4096  # AXI4 bursts may not cross a 4 KB boundary; sequential layers start on one
 DESCRIPTOR_FIELDS = 8  # a layer's n_out, addresses, row and bias offsets, base (2 words), shift, clamp
 DESCRIPTOR_FIELD_BITS = 32
+TABLE_SLOT_BITS = 32  # off-chip field of a row-table entry, and the unit of a bias value's field
 OFFCHIP_WEIGHT_BITS = 16  # off-chip slot {valid, local, weight}: one little-endian 32-bit word
 OFFCHIP_LOCAL_BITS = 15
 
@@ -363,6 +364,27 @@ class SequentialShape:
         return self.looped + 1 + CHANNEL_SLACK
 
     @property
+    def row_bits(self) -> int:
+        """A row-table entry {start, beats}; the load phase reads it from a TABLE_SLOT_BITS field."""
+        return self.start_bits + self.count_bits
+
+    @property
+    def row_table_beats(self) -> int:
+        """Off-chip beats of the row tables: TABLE_SLOT_BITS-bit entries, P to a beat."""
+        return ceil_div(self.rows, self.pes)
+
+    @property
+    def bias_slot_bits(self) -> int:
+        """The off-chip field of one bias value: whole 32-bit words, so a bias row of P values is
+        a whole number of beats."""
+        return TABLE_SLOT_BITS * ceil_div(self.acc_bits, TABLE_SLOT_BITS)
+
+    @property
+    def table_beats(self) -> int:
+        """The load phase's beats: the row tables, then the bias rows."""
+        return self.row_table_beats + self.bias_rows * self.bias_slot_bits // TABLE_SLOT_BITS
+
+    @property
     def request_bits(self) -> int:
         """A row read: its byte address and beats."""
         return AXI_ADDRESS_BITS + self.count_bits
@@ -373,15 +395,16 @@ class SequentialShape:
         return VALUE_BITS + self.count_bits
 
 
-def sequential_memories(stage: SequentialShape, output: Output) -> list[Memory]:
-    """A sequential stage: the descriptors, row tables and biases of all its layers, stacked; its
-    activation FIFO; its read queues; one set of PE FIFOs and banks for its widest layer; its
-    loop-back FIFO and its drain. No weights: they stream from off chip."""
+def sequential_memories(stage: SequentialShape, output: Output, uram: bool) -> list[Memory]:
+    """A sequential stage: the descriptors, row tables and biases of all its layers, stacked (the
+    tables filled by the load phase, in UltraRAM when `uram` and large); its activation FIFO; its
+    read queues; one set of PE FIFOs and banks for its widest layer; its loop-back FIFO and its
+    drain. No weights: they stream from off chip."""
     pes = stage.pes
     memories = [
         Memory.sized("descriptors", stage.layers, DESCRIPTOR_FIELDS * DESCRIPTOR_FIELD_BITS),
-        Memory.sized("row table", stage.rows, stage.start_bits + stage.count_bits),
-        Memory.sized("bias", stage.bias_rows, pes * stage.acc_bits),
+        Memory.loaded("row table", stage.rows, stage.row_bits, uram),
+        Memory.loaded("bias", stage.bias_rows, pes * stage.acc_bits, uram),
         Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + stage.input_bits + VALUE_BITS),
         Memory.sized("row requests", REQUEST_DEPTH, stage.request_bits),
         Memory.sized("waiting activations", ACTIVATION_DEPTH, stage.activation_bits),

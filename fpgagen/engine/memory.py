@@ -3,23 +3,29 @@
 The kind is decided here, once, by size: a memory at most `LUTRAM_MAX_DEPTH` words deep or of at
 most `LUTRAM_MAX_BITS` bits goes to distributed RAM (LUTRAM), a larger one to block RAM, as
 synthesis maps them (calibrated against Yosys, docs/cost-model.md). A few tiny FIFOs are plain
-registers. The cost model prices memories by kind; the HLS back end binds them to it.
+registers. A memory the load phase fills (docs/engine.md, "Load phase") may be UltraRAM, which
+the bitstream cannot initialize: when the board has it and the memory is at least one UltraRAM's
+worth of bits. The cost model prices memories by kind; the HLS back end binds them to it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-LUTRAM, BRAM, REGISTERS = "lutram", "bram", "registers"
-KINDS = (LUTRAM, BRAM, REGISTERS)
+LUTRAM, BRAM, URAM, REGISTERS = "lutram", "bram", "uram", "registers"
+KINDS = (LUTRAM, BRAM, URAM, REGISTERS)
 
 LUTRAM_MAX_DEPTH = 64  # RAM64M8: the deepest distributed RAM primitive without cascading
 LUTRAM_MAX_BITS = 2048  # below one RAMB18 (18 Kb) by far: block RAM would waste the block
+URAM_DEPTH, URAM_WIDTH = 4096, 72  # one URAM288
 
 
-def memory_kind(depth: int, width: int) -> str:
-    """LUTRAM for shallow or small memories, block RAM otherwise."""
-    return LUTRAM if depth <= LUTRAM_MAX_DEPTH or depth * width <= LUTRAM_MAX_BITS else BRAM
+def memory_kind(depth: int, width: int, uram: bool = False) -> str:
+    """LUTRAM for shallow or small memories, block RAM otherwise; UltraRAM for a loaded memory of
+    at least one UltraRAM's bits when the board has UltraRAM (`uram`)."""
+    if depth <= LUTRAM_MAX_DEPTH or depth * width <= LUTRAM_MAX_BITS:
+        return LUTRAM
+    return URAM if uram and depth * width >= URAM_DEPTH * URAM_WIDTH else BRAM
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,11 @@ class Memory:
     def sized(cls, role: str, depth: int, width: int, count: int = 1, ports: int = 1) -> Memory:
         """A memory whose kind follows from its size (`memory_kind`)."""
         return cls(role, depth, width, memory_kind(depth, width), count, ports)
+
+    @classmethod
+    def loaded(cls, role: str, depth: int, width: int, uram: bool) -> Memory:
+        """A memory the load phase fills: UltraRAM where the board has it and it is large."""
+        return cls(role, depth, width, memory_kind(depth, width, uram))
 
     @property
     def bits(self) -> int:

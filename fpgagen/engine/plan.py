@@ -15,6 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..errors import FpgagenError
 from ..ir import DATAFLOW, Layer, Model
 from ..schedule.boards import Board
 from .encoding import Encoding, encoding_of
@@ -24,6 +25,7 @@ from .geometry import (
     OFFCHIP_SLOT,
     OFFCHIP_SLOT_BYTES,
     READER_GROUPS,
+    TABLE_SLOT_BITS,
     Channel,
     DenseOutput,
     Groups,
@@ -155,6 +157,7 @@ class StagePlan:
     addresses: int  # accumulator entries per PE: the widest layer's local addresses
     logic: LogicShape
     memories: tuple[Memory, ...]
+    tables: SequentialShape | None  # a sequential stage's stacked tables, which its load phase reads
 
     @property
     def name(self) -> str:
@@ -217,12 +220,28 @@ class StagePlan:
         longest = max(plan.shape.max_row_beats for plan in self.layers)
         return min(MAX_BURST_BEATS, max(1, longest))
 
+    @property
+    def table_words(self) -> np.ndarray:
+        """What a sequential stage's load phase reads, as little-endian 32-bit words, P to a beat:
+        the stacked row table, one entry `start << count_bits | beats` per word (padded to whole
+        beats), then the bias rows, each value (rounding term included) sign-extended to
+        `bias_slot_bits`, low word first."""
+        rows = np.zeros(self.tables.row_table_beats * self.pes, dtype=np.int64)
+        rows[: self.rows] = (self.row_start << self.count_bits) | self.row_beats
+        words_per_value = self.tables.bias_slot_bits // TABLE_SLOT_BITS
+        bias = self.rounded_bias.astype(np.int64)
+        words = np.stack([(bias >> (TABLE_SLOT_BITS * w)) & 0xFFFFFFFF for w in range(words_per_value)], axis=-1)
+        return np.concatenate([rows, words.reshape(-1)]).astype("<u4")
+
     @cached_property
     def offchip_image(self) -> bytes:
-        """A sequential stage's weight image: every layer's beats at its 4 KB-aligned base, each
-        beat P little-endian 32-bit slots (OFFCHIP_SLOT)."""
+        """A sequential stage's image: the tables of its load phase (`table_words`), then every
+        layer's beats at its 4 KB-aligned base, each beat P little-endian 32-bit slots
+        (OFFCHIP_SLOT)."""
         size = max(plan.offchip_base + plan.offchip_bytes for plan in self.layers)
         image = np.zeros(size // OFFCHIP_SLOT_BYTES, dtype="<u4")
+        tables = self.table_words
+        image[: tables.size] = tables
         for plan in self.layers:
             words = plan.layout.slot_words(OFFCHIP_SLOT).astype(np.uint32).reshape(-1)
             start = plan.offchip_base // OFFCHIP_SLOT_BYTES
@@ -289,13 +308,12 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
     port = 0
     for number, stage in enumerate(schedule.stages):
         output = stage_output(model, stage.layers[-1], stage.pes, stage.units)
-        layer_plans = _layer_plans(model, stage.layers, stage.pes)
         sequential = stage.mode != DATAFLOW
+        layer_plans = _layer_plans(model, stage.layers, stage.pes, sequential)
         if sequential:
-            shape = SequentialShape(stage.pes)
-            for plan in layer_plans:
-                shape = shape.then(plan.shape)
-            memories, loop, loop_depth = sequential_memories(shape, output), shape.loop, shape.loop_depth
+            shape = _sequential_shape(layer_plans, stage.pes)
+            memories = sequential_memories(shape, output, board.has_free_uram)
+            loop, loop_depth = shape.loop, shape.loop_depth
             logic = shape.logic()
         else:
             (plan,) = layer_plans
@@ -322,6 +340,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
                 addresses=shape.addresses,
                 logic=logic,
                 memories=tuple(memories),
+                tables=shape if sequential else None,
             )
         )
         port += sequential
@@ -332,16 +351,40 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
     return EnginePlan(model, board, schedule.in_lanes, tuple(channels), stages, interface)
 
 
-def _layer_plans(model: Model, indices: tuple[int, ...], pes: int) -> tuple[LayerPlan, ...]:
-    """The layers of one stage: layouts, and offsets in the stage's stacked tables and image."""
+def _layer_plans(model: Model, indices: tuple[int, ...], pes: int, sequential: bool) -> tuple[LayerPlan, ...]:
+    """The layers of one stage: layouts, and offsets in the stage's stacked tables and image. A
+    sequential stage's image starts with the tables its load phase reads (`table_image`)."""
+    layouts = [lane_layout(model.layers[index].numerics.weights_q, pes) for index in indices]
+    shapes = [layer_shape(model.layers[index], pes, layout.row_beats) for index, layout in zip(indices, layouts)]
+    base = _pages(_sequential_shape_of(shapes, pes).table_beats * pes * OFFCHIP_SLOT_BYTES) if sequential else 0
     plans = []
-    rows = bias = base = 0
-    for index in indices:
-        layer = model.layers[index]
-        layout = lane_layout(layer.numerics.weights_q, pes)
-        shape = layer_shape(layer, pes, layout.row_beats)
-        plans.append(LayerPlan(index, layer, shape, layout, rows, bias, base))
+    rows = bias = 0
+    for index, layout, shape in zip(indices, layouts, shapes):
+        plans.append(LayerPlan(index, model.layers[index], shape, layout, rows, bias, base))
         rows += shape.n_in
         bias += shape.addresses
-        base += ceil_div(shape.beats * pes * OFFCHIP_SLOT_BYTES, AXI_PAGE) * AXI_PAGE
+        base += _pages(shape.beats * pes * OFFCHIP_SLOT_BYTES)
     return tuple(plans)
+
+
+def _pages(size: int) -> int:
+    """`size` bytes rounded up to whole 4 KB pages: every layer's weights start on one."""
+    return ceil_div(size, AXI_PAGE) * AXI_PAGE
+
+
+def _sequential_shape_of(shapes: list[LayerShape], pes: int) -> SequentialShape:
+    shape = SequentialShape(pes)
+    for layer in shapes:
+        shape = shape.then(layer)
+    return shape
+
+
+def _sequential_shape(plans: tuple[LayerPlan, ...], pes: int) -> SequentialShape:
+    shape = _sequential_shape_of([plan.shape for plan in plans], pes)
+    if shape.row_bits > TABLE_SLOT_BITS:
+        names = ", ".join(plan.name for plan in plans)
+        raise FpgagenError(
+            f"the sequential stage of layers {names} needs {shape.row_bits}-bit row-table entries, "
+            f"more than the {TABLE_SLOT_BITS} bits its load phase reads: give it more PEs"
+        )
+    return shape

@@ -55,6 +55,11 @@ class Board:
         """Whether the profile reserves part of the device for the platform's shell."""
         return any(getattr(self, f"shell_{name}") for name in _SHELL_FIELDS)
 
+    @property
+    def has_free_uram(self) -> bool:
+        """Whether UltraRAM is left besides the shell, for the tables a load phase fills."""
+        return self.uram > self.shell_uram
+
 
 _TEXT_FIELDS = ("name", "part", "memory", "source")
 _COUNT_FIELDS = ("dsp", "bram36", "uram", "lut", "ff", "channels")

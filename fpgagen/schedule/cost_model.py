@@ -37,7 +37,8 @@ from ..engine.geometry import (
     sum_bits,
 )
 from ..engine.memory import BRAM as BLOCK_RAM
-from ..engine.memory import LUTRAM, REGISTERS, Memory
+from ..engine.memory import LUTRAM, REGISTERS, URAM_DEPTH, URAM_WIDTH, Memory
+from ..engine.memory import URAM as ULTRA_RAM
 from ..engine.plan import layer_shape, reader_channel, stage_output
 from ..errors import FpgagenError
 from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, Layer, Model, Stage
@@ -70,12 +71,12 @@ L_READER = 4
 # that holds no output); per issue unit (row lookup, beat counter, the merger's port, a
 # serializer); per stage (control, drain registers, counters; the input reader counts as one).
 # Non-negative least-squares fits, relative to each design's total, to Yosys synth_xilinx over the
-# ten designs of bench/bench_resources.py ("logic_fit" in bench/results/resources.json), rounded.
-PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 4.77, 5.06
-PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 2.35, 9.33
-FED_PE_LUT_PER_SLOT_BIT, FED_PE_FF_PER_SLOT_BIT = 7.14, 11.82
-UNIT_LUT, UNIT_FF = 261, 234
-STAGE_LUT, STAGE_FF = 163, 510
+# eleven designs of bench/bench_resources.py ("logic_fit" in bench/results/resources.json), rounded.
+PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 6.40, 8.42
+PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 0.49, 5.71
+FED_PE_LUT_PER_SLOT_BIT, FED_PE_FF_PER_SLOT_BIT = 9.39, 15.60
+UNIT_LUT, UNIT_FF = 521, 619
+STAGE_LUT, STAGE_FF = 0, 159  # the fit puts a stage's LUTs into its units
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, UNIT_LUT, STAGE_LUT)
 FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, UNIT_FF, STAGE_FF)
@@ -85,7 +86,7 @@ LUTRAM_DEPTH = 64  # bits per LUT used as distributed RAM
 BRAM36_SHAPES = ((32768, 1), (16384, 2), (8192, 4), (4096, 9), (2048, 18), (1024, 36), (512, 72))
 BRAM18_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
 BRAM36_BITS = 36 * 1024
-URAM_BITS = 4096 * 72  # on-chip capacity for the roofline only: URAM holds no weight ROM
+URAM_BITS = URAM_DEPTH * URAM_WIDTH
 
 COMPUTE_BOUND, MEMORY_BOUND = "compute", "memory"
 RESOURCE_KINDS = ("dsp", "bram", "uram", "lut", "ff")
@@ -164,6 +165,9 @@ def price(memory: Memory) -> Resources:
     if memory.kind == BLOCK_RAM:
         halves = bram18_halves(memory.depth, memory.width, memory.ports)
         return Resources(bram=math.ceil(memory.count * halves / 2))
+    if memory.kind == ULTRA_RAM:  # 4096 x 72 blocks, cascaded in depth and side by side in width
+        blocks = math.ceil(memory.width / URAM_WIDTH) * math.ceil(memory.depth / URAM_DEPTH)
+        return Resources(uram=memory.count * blocks)
     raise ValueError(f"no price for memories of kind {memory.kind!r}")
 
 
@@ -460,6 +464,7 @@ class CostModel:
         self._placements: dict[tuple[int, int], Placement] = {}
         self._cycles: dict[tuple[int, int, str, int], LayerCycles] = {}
         self.encodings = tuple(encoding_of(layer.numerics) for layer in model.layers)
+        self.uram = board.has_free_uram  # loaded tables may go to UltraRAM
 
     @property
     def layers(self) -> tuple[Layer, ...]:
@@ -586,7 +591,7 @@ class CostModel:
             shape = shape.then(self.shape(last, pes))
             time += L_PASS + cycles.compute + cycles.occupancy  # one pass after the other
             held = held + cycles.held
-            memories = sequential_memories(shape, stage_output(self.model, last, pes, 1))
+            memories = sequential_memories(shape, stage_output(self.model, last, pes, 1), self.uram)
             logic = engine_logic(shape.logic())
             yield StageCost(
                 stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP),
@@ -604,7 +609,8 @@ class CostModel:
 
     def sequential_memories(self, first: int, last: int, pes: int) -> list[Memory]:
         """Every memory of a sequential stage running layers first..last (fpgagen.engine)."""
-        return sequential_memories(self.sequential_shape(first, last, pes), stage_output(self.model, last, pes, 1))
+        shape = self.sequential_shape(first, last, pes)
+        return sequential_memories(shape, stage_output(self.model, last, pes, 1), self.uram)
 
     def logic(self, stage: Stage) -> LogicShape:
         """What the logic of `stage` is sized by, as the cost model prices it."""

@@ -117,14 +117,8 @@ struct entry {
     ap_int<WEIGHT_BITS> weight;
     act_t x;
 
-    static entry make(bool end, act_t x) {
-        entry made;
-        made.end = end;
-        made.local = 0;
-        made.weight = 0;
-        made.x = x;
-        return made;
-    }
+    entry() : end(false), local(0), weight(0), x(0) {}
+    entry(bool closes, act_t value) : end(closes), local(0), weight(0), x(value) {}
     template <class Word>
     void unpack_slot(Word slot, bool& valid) {
         unpack<WEIGHT_BITS, LOCAL_BITS>(slot, valid, local, weight);
@@ -140,13 +134,8 @@ struct entry<LOCAL_BITS, 0> {
     ap_uint<LOCAL_BITS> local;
     act_t x;
 
-    static entry make(bool end, act_t x) {
-        entry made;
-        made.end = end;
-        made.local = 0;
-        made.x = x;
-        return made;
-    }
+    entry() : end(false), local(0), x(0) {}
+    entry(bool closes, act_t value) : end(closes), local(0), x(value) {}
     template <class Word>
     void unpack_slot(Word slot, bool& valid) {
         local = static_cast<unsigned>(slot & ((Word(1) << LOCAL_BITS) - 1));
@@ -361,12 +350,12 @@ void issue(hls::stream<typename Cfg::row_t>& rows, hls::stream<typename Cfg::ent
         if (done) {
             for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
-                entries[p].write(entry_t::make(true, 0));
+                entries[p].write(entry_t(true, 0));
             }
         } else {
             for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
-                entry_t slot = entry_t::make(false, x);
+                entry_t slot(false, x);
                 bool valid;
                 slot.unpack_slot(Cfg::rom[beat][p], valid);
                 if (valid) {
@@ -470,7 +459,7 @@ void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
         bool whole = true;
         for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
-            entry_t next = entry_t::make(false, 0);
+            entry_t next;
             bool got = false;
             for (int u = 0; u < Cfg::UNITS; ++u) {
 #pragma HLS UNROLL
@@ -571,6 +560,50 @@ struct seq_layer {
     int lo;
     int hi;
 };
+
+// The load phase (fg_seq_stage.v): the stage's row table and biases from the start of its image.
+// First ROW_TABLE_BEATS beats of row-table entries `start << COUNT_BITS | beats`, one per 32-bit
+// field, P to a beat; then the bias rows, each of P values in BIAS_WORDS 32-bit words, low first.
+template <class Cfg>
+void load_tables(const typename Cfg::beat_t* image) {
+    const int VALUE = 32 * Cfg::BIAS_WORDS;
+    int row = 0;
+    // fpgagen: not hot: once per batch, one beat of entries per iteration
+    for (int t = 0; t < Cfg::ROW_TABLE_BEATS; ++t) {
+        const typename Cfg::beat_t beat = image[t];
+        for (int q = 0; q < Cfg::PES; ++q) {
+#pragma HLS PIPELINE II=1
+            if (row < Cfg::ROWS) {
+                const ap_uint<32> entry = beat.range(32 * q + 31, 32 * q);
+                Cfg::row_beats[row] = entry.range(Cfg::COUNT_BITS - 1, 0).to_uint();
+                Cfg::row_start[row] = entry.range(31, Cfg::COUNT_BITS).to_uint();
+                ++row;
+            }
+        }
+    }
+    unsigned long long value[Cfg::PES] = {};  // the bias row so far
+#pragma HLS ARRAY_PARTITION variable=value type=complete dim=1
+    for (int t = 0; t < Cfg::BIAS_ROWS * Cfg::BIAS_WORDS; ++t) {
+#pragma HLS PIPELINE II=1
+        const typename Cfg::beat_t beat = image[Cfg::ROW_TABLE_BEATS + t];
+        const int b = t % Cfg::BIAS_WORDS;  // the row's b-th beat
+        for (int q = 0; q < Cfg::PES; ++q) {
+#pragma HLS UNROLL
+            const int k = b * Cfg::PES + q;  // the row's k-th word: word k % BIAS_WORDS of value k / BIAS_WORDS
+            const unsigned long long word = beat.range(32 * q + 31, 32 * q).to_uint64();
+            const int shift = 32 * (k % Cfg::BIAS_WORDS);
+            value[k / Cfg::BIAS_WORDS] = (shift == 0 ? 0ULL : value[k / Cfg::BIAS_WORDS]) | (word << shift);
+        }
+        if (b == Cfg::BIAS_WORDS - 1) {
+            for (int p = 0; p < Cfg::PES; ++p) {
+#pragma HLS UNROLL
+                // sign-extended from its VALUE bits
+                const long long extended = static_cast<long long>(value[p] << (64 - VALUE)) >> (64 - VALUE);
+                Cfg::bias[t / Cfg::BIAS_WORDS][p] = typename Cfg::bias_t(extended);
+            }
+        }
+    }
+}
 
 // A row read {end, first beat, beats}, and the activation that waits for its beats.
 template <int COUNT_BITS>

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...engine import EnginePlan, LayerPlan, StagePlan
-from ...engine.geometry import MAX_BURSTS, OFFCHIP_SLOT, VALUE_BITS, Channel, Groups
+from ...engine.geometry import MAX_BURSTS, OFFCHIP_SLOT, TABLE_SLOT_BITS, VALUE_BITS, Channel, Groups
 from ...engine.interface import WeightPort
-from ...engine.memory import BRAM, LUTRAM, REGISTERS, Memory
+from ...engine.memory import BRAM, LUTRAM, REGISTERS, URAM, Memory
 from ...errors import FpgagenError
 from .carrays import signed_type, unsigned_type
 
-# BIND_STORAGE implementations of the plan's memory kinds: for ROMs, and for FIFOs (a FIFO of
+# BIND_STORAGE implementations of the plan's memory kinds: for tables, and for FIFOs (a FIFO of
 # registers is a shift register).
-ROM_STORAGE = {BRAM: "bram", LUTRAM: "lutram", REGISTERS: "lutram"}
+ROM_STORAGE = {BRAM: "bram", LUTRAM: "lutram", URAM: "uram", REGISTERS: "lutram"}
 FIFO_STORAGE = {BRAM: "bram", LUTRAM: "lutram", REGISTERS: "srl"}
 
 
@@ -158,6 +158,8 @@ class SequentialStage:
     max_bursts: int
     slot_local_bits: int
     slot_weight_bits: int
+    row_table_beats: int  # the load phase's: row-table entries at the image's start, P to a beat
+    bias_words: int  # then the bias rows, each value in this many 32-bit words
     storage: dict[str, str]  # row table, bias
     fifos: dict[str, Fifo]  # unit items, row requests, waiting activations, PE entries, words, loop-back
     tables: Tables
@@ -358,6 +360,8 @@ def _sequential_stage(
         max_bursts=MAX_BURSTS,
         slot_local_bits=OFFCHIP_SLOT.local_bits,
         slot_weight_bits=OFFCHIP_SLOT.weight_bits,
+        row_table_beats=stage.tables.row_table_beats,
+        bias_words=stage.tables.bias_slot_bits // TABLE_SLOT_BITS,
         storage={role: ROM_STORAGE[stage.memory(role).kind] for role in ("row table", "bias")},
         fifos=fifos,
         tables=_tables(stage),

@@ -69,9 +69,6 @@ def _sequential_header(env: jinja2.Environment, design: Design, stage: Sequentia
         d=design,
         s=stage,
         guard=_guard(stage),
-        row_start=hex_initializer(stage.tables.row_start),
-        row_beats=hex_initializer(stage.tables.row_beats),
-        bias=decimal_initializer(stage.tables.bias),
     )
 
 

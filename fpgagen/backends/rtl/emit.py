@@ -26,21 +26,22 @@ from ...engine.geometry import (
     READER_WORD_DEPTH,
     REQUEST_DEPTH,
     ROW_FIFO_DEPTH,
+    TABLE_SLOT_BITS,
     VALUE_BITS,
     WORD_FIFO_DEPTH,
     Channel,
     Groups,
     log2,
 )
-from ...engine.memory import BRAM, LUTRAM, REGISTERS, Memory
+from ...engine.memory import BRAM, LUTRAM, REGISTERS, URAM, Memory
 from ...templating import environment, template_bytes
 from ..memfile import hex_lines, pack_fields
 
 # The synthesis attribute (ram_style, rom_style) that puts a memory in the kind the plan chose.
-STYLES = {BRAM: "block", LUTRAM: "distributed", REGISTERS: "registers"}
+STYLES = {BRAM: "block", LUTRAM: "distributed", URAM: "ultra", REGISTERS: "registers"}
 
 LIBRARY = (
-    "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_resize.v", "fg_all.v", "fg_serializer.v", "fg_merger.v",
+    "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_table.v", "fg_resize.v", "fg_all.v", "fg_serializer.v", "fg_merger.v",
     "fg_unit.v", "fg_pe.v", "fg_stage.v", "fg_seq_stage.v", "fg_axi_reader.v", "fg_reader.v", "fg_control.v",
     "fg_axilite_ctrl.v",
 )  # fmt: skip
@@ -191,9 +192,7 @@ def _dataflow_stage(stage: StagePlan, memories: Path) -> dict:
 
 
 def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dict:
-    files = {kind: f"mem/s{stage.index}_{kind}.mem" for kind in ("desc", "rows", "bias")}
-    (memories.parent / files["rows"]).write_bytes(_row_table(stage))
-    (memories.parent / files["bias"]).write_bytes(_bias_rows(stage))
+    files = {"desc": f"mem/s{stage.index}_desc.mem"}  # its tables come from off chip (the load phase)
     descriptors = [_descriptor(layer) for layer in stage.layers]
     (memories.parent / files["desc"]).write_bytes(hex_lines(pack_fields(_transpose(descriptors))))
     loop = stage.loop
@@ -209,8 +208,8 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
         ("DENSE", int(stage.last)), *_fifo_parameters(stage),
         ("LOOP_DEPTH", stage.loop_depth if loop else 1), ("LOOP_SLACK", CHANNEL_SLACK),
         ("REQUEST_DEPTH", REQUEST_DEPTH), ("ACTIVATION_DEPTH", ACTIVATION_DEPTH), ("MAX_BURSTS", MAX_BURSTS),
-        ("DESC_FILE", f'"{files["desc"]}"'), ("ROWS_FILE", f'"{files["rows"]}"'),
-        ("BIAS_FILE", f'"{files["bias"]}"'),
+        ("ROW_TABLE_BEATS", stage.tables.row_table_beats), ("BIAS_WORDS", stage.tables.bias_slot_bits // TABLE_SLOT_BITS),
+        ("DESC_FILE", f'"{files["desc"]}"'),
         ("DESC_STYLE", style(stage.memory("descriptors"))), ("ROWS_STYLE", style(stage.memory("row table"))),
         ("REQUEST_STYLE", style(stage.memory("row requests"))),
         ("ACTIVATION_STYLE", style(stage.memory("waiting activations"))),

@@ -1,6 +1,8 @@
 // A sequential stage (docs/engine.md): one engine of P PEs runs LAYERS consecutive layers, one
 // pass per layer, with their weight rows read from off-chip memory. Per-layer parameters come
-// from a descriptor ROM; the row tables and biases of all the layers are on chip, stacked.
+// from a descriptor ROM; the row tables and biases of all the layers are on chip, stacked, in RAMs
+// (UltraRAM when large) that the load phase fills from the start of the weight image at every
+// `load` (the start of a batch), before the first pass (docs/engine.md, "Load phase").
 //
 // A pass: activations (from the stage's input channel for its first layer, from its own
 // loop-back FIFO after) -> row lookup -> a read request per row with beats and the row's
@@ -27,6 +29,8 @@ module fg_seq_stage #(
     parameter integer W_BITS = 16,
     parameter integer ACC_W = 32,
     parameter integer BIAS_ROWS = 1,
+    parameter integer ROW_TABLE_BEATS = 1,  // beats of row-table entries at the image's start, P to a beat
+    parameter integer BIAS_WORDS = 1,   // 32-bit words of one bias value in the image (bias rows follow)
     parameter integer DENSE = 0,        // the last layer is the model's last: dense beats out
     parameter integer PE_FIFO_DEPTH = 32,
     parameter integer PE_SLACK = 8,
@@ -40,8 +44,6 @@ module fg_seq_stage #(
     parameter integer WORD_FIFO_DEPTH = 32,
     parameter integer DRAIN_SLACK = 12,
     parameter DESC_FILE = "",
-    parameter ROWS_FILE = "",
-    parameter BIAS_FILE = "",
     parameter DESC_STYLE = "distributed",  // memory kinds, as the engine plan chose them
     parameter ROWS_STYLE = "block",
     parameter BIAS_STYLE = "block",
@@ -56,6 +58,7 @@ module fg_seq_stage #(
     input  wire                     clk,
     input  wire                     rst,
     input  wire [63:0]              weights,        // base address of this stage's weight image
+    input  wire                     load,           // pulse: a batch starts, fill the tables from the image
     input  wire [S*IN_ITEM_W-1:0]   in_item,
     input  wire [S-1:0]             in_valid,
     output wire [S-1:0]             in_pop,
@@ -104,7 +107,7 @@ module fg_seq_stage #(
     // LOAD: read the descriptor (two cycles); COMPUTE: the pass's activations and beats; DONE: wait
     // for every PE; DRAIN: read the bank out.
     localparam [2:0] S_LOAD = 3'd0, S_LOAD2 = 3'd1, S_LOAD3 = 3'd2, S_COMPUTE = 3'd3, S_DONE = 3'd4,
-                     S_DRAIN = 3'd5;
+                     S_DRAIN = 3'd5, S_FILL = 3'd6;
     reg [2:0] state;
     reg [LAYER_W-1:0] layer;
     reg bank;                           // the PEs' bank of this pass
@@ -123,6 +126,38 @@ module fg_seq_stage #(
     // The serializer finishes a pass's words after the pass has ended and the layer has moved on:
     // where its items go is the drained layer's, kept from the start of its drain.
     reg serial_last;
+
+    // The load phase's registers (below, "load phase").
+    localparam integer BIAS_BEATS = BIAS_ROWS * BIAS_WORDS;
+    localparam integer TABLE_BEATS = ROW_TABLE_BEATS + BIAS_BEATS;
+    localparam [CNT_W-1:0] ONE_BEAT = 1;
+    localparam [31:0] LAST_ROW32 = ROWS - 1;
+    localparam [31:0] LAST_BIAS32 = BIAS_ROWS - 1;
+    localparam [31:0] TABLE_BEATS32 = TABLE_BEATS;
+    localparam [31:0] ROW_TABLE_BEATS32 = ROW_TABLE_BEATS;
+    reg fill_wanted, filled;            // a load asked for; the tables hold the image's
+    reg [31:0] fill_asked, fill_got;    // table beats requested, and received
+    reg fill_push;
+    reg [63:0] fill_addr;
+    reg [32*P-1:0] fill_beat;           // a row-table beat, shifted one entry a cycle
+    reg [31:0] fill_entries;            // entries of `fill_beat` still to write
+    reg [ROW_AW-1:0] next_row;
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg [BIAS_WORDS*32*P-1:0] bias_words; // the words of a bias row so far, the first lowest (sign bits above ACC_W unused)
+    /* verilator lint_on UNUSEDSIGNAL */
+    reg [31:0] bias_word;               // words of the current bias row received
+    reg bias_write;
+    reg [BIAS_AW-1:0] bias_waddr, next_bias;
+    reg rows_written, bias_written;
+    reg row_write;
+    reg [ROW_AW-1:0] row_waddr;
+    reg [ROW_W-1:0] row_wdata;
+    wire [P*ACC_W-1:0] bias_fill;       // a bias row of the image, as the bias RAM holds it
+    wire filling = state == S_FILL;
+    wire fill_ready = fill_entries == 32'd0;
+    wire fill_done = fill_got == TABLE_BEATS32 && fill_ready && rows_written && bias_written && !bias_write
+                     && !row_write;
+    wire in_rows = fill_got < ROW_TABLE_BEATS32;
 
     /* verilator lint_off PINCONNECTEMPTY */
     fg_rom #(.WIDTH(256), .DEPTH(LAYERS), .PORTS(1), .STYLE(DESC_STYLE), .INIT(DESC_FILE)) u_desc (
@@ -232,8 +267,9 @@ module fg_seq_stage #(
     /* verilator lint_on UNUSEDSIGNAL */
     reg [ROW_AW-1:0] l2_row;
     wire [ROW_W-1:0] row;
-    fg_rom #(.WIDTH(ROW_W), .DEPTH(ROWS), .PORTS(1), .STYLE(ROWS_STYLE), .INIT(ROWS_FILE)) u_rows (
-        .clk(clk), .en(l2_valid), .addr(l2_row), .data(row)
+    fg_table #(.WIDTH(ROW_W), .DEPTH(ROWS), .STYLE(ROWS_STYLE)) u_rows (
+        .clk(clk), .we(row_write), .waddr(row_waddr), .wdata(row_wdata),
+        .en(l2_valid), .addr(l2_row), .data(row)
     );
     reg l4_valid, l4_end;
     reg [VALUE_W-1:0] l4_x;
@@ -283,7 +319,8 @@ module fg_seq_stage #(
     /* verilator lint_off PINCONNECTEMPTY */
     fg_fifo #(.WIDTH(64 + CNT_W), .DEPTH(REQUEST_DEPTH), .SLACK(7), .STYLE(REQUEST_STYLE)) u_requests (
         .clk(clk), .rst(rst),
-        .in_data({req_addr, req_beats}), .in_valid(req_push), .in_ready(), .room(req_room),
+        .in_data(fill_push ? {fill_addr, ONE_BEAT} : {req_addr, req_beats}), .in_valid(req_push || fill_push),
+        .in_ready(), .room(req_room),
         .out_data({q_addr, q_beats}), .out_valid(q_valid), .out_ready(q_pop)
     );
     wire [VALUE_W-1:0] act_x;
@@ -307,8 +344,9 @@ module fg_seq_stage #(
     // ---- beats meet their activation, into the PEs' FIFOs ---------------------------------------------
     wire ok;                            // every PE FIFO has room (registered)
     reg [CNT_W-1:0] got;                // beats of the head activation's row received so far
-    wire r_fire = rvalid && rready;
-    assign rready = act_valid && ok;
+    wire r_fire = rvalid && rready && !filling;  // a weight beat
+    wire fill_fire = rvalid && rready && filling;  // a beat of the tables
+    assign rready = filling ? fill_ready : act_valid && ok;
     assign act_pop = r_fire && (got + 1'b1 == act_beats);
     always @(posedge clk) begin
         if (rst) got <= {CNT_W{1'b0}};
@@ -329,6 +367,84 @@ module fg_seq_stage #(
             // off-chip slot: valid << 31 | local << 16 | weight
             entry_write[q] <= !rst && (send_end || (r_fire && rdata[32*q + 31]));
             entry[q*ENTRY_W +: ENTRY_W] <= {send_end, bank, rdata[32*q + 16 +: LOCAL_W], rdata[32*q +: W_BITS], act_x};
+        end
+    end
+
+    // ---- load phase: the tables, from the start of the image ---------------------------------------
+    // One-beat reads of the image's first TABLE_BEATS beats through the AXI reader. A row-table beat
+    // holds P entries in 32-bit fields, written one a cycle from a shift register (no wide mux);
+    // a bias row is BIAS_WORDS beats, each value in BIAS_WORDS * 32 bits, written once whole.
+    wire [BIAS_WORDS*32*P-1:0] bias_shifted;  // a bias beat in, at the top
+    genvar t;
+    generate
+        if (BIAS_WORDS > 1) begin : g_bias_words
+            assign bias_shifted = {rdata, bias_words[BIAS_WORDS*32*P-1:32*P]};
+        end else begin : g_bias_word
+            assign bias_shifted = rdata;
+        end
+        for (t = 0; t < P; t = t + 1) begin : g_bias_fill
+            assign bias_fill[t*ACC_W +: ACC_W] = bias_words[t*BIAS_WORDS*32 +: ACC_W];
+        end
+    endgenerate
+    always @(posedge clk) begin
+        row_write <= 1'b0;
+        bias_write <= 1'b0;
+        fill_push <= 1'b0;
+        if (rst) begin
+            fill_wanted <= 1'b0;
+            filled <= 1'b0;
+            fill_entries <= 32'd0;
+        end else begin
+            if (load) begin
+                fill_wanted <= 1'b1;
+                filled <= 1'b0;
+            end
+            if (state == S_LOAD && fill_wanted) begin
+                fill_wanted <= 1'b0;
+                fill_asked <= 32'd0;
+                fill_got <= 32'd0;
+                fill_addr <= weights;
+                next_row <= {ROW_AW{1'b0}};
+                next_bias <= {BIAS_AW{1'b0}};
+                bias_word <= 32'd0;
+                rows_written <= 1'b0;
+                bias_written <= 1'b0;
+            end
+            if (filling && fill_done) filled <= 1'b1;
+            // requests, one beat each, while the request FIFO shows room
+            if (filling && !fill_push && req_room && fill_asked != TABLE_BEATS32) begin
+                fill_push <= 1'b1;
+                fill_asked <= fill_asked + 32'd1;
+            end
+            if (fill_push) fill_addr <= fill_addr + (64'd1 << BEAT_SHIFT);
+            // row-table beats: one entry a cycle
+            if (fill_fire && in_rows) begin
+                fill_beat <= rdata;
+                fill_entries <= P;
+                fill_got <= fill_got + 32'd1;
+            end else if (fill_entries != 32'd0) begin
+                fill_beat <= fill_beat >> 32;
+                fill_entries <= fill_entries - 32'd1;
+                if (!rows_written) begin
+                    row_write <= 1'b1;
+                    row_waddr <= next_row;
+                    row_wdata <= fill_beat[ROW_W-1:0];
+                    next_row <= next_row + 1'b1;
+                    if ({{(32 - ROW_AW){1'b0}}, next_row} == LAST_ROW32) rows_written <= 1'b1;
+                end
+            end
+            // bias beats: a row every BIAS_WORDS
+            if (fill_fire && !in_rows) begin
+                bias_words <= bias_shifted;
+                fill_got <= fill_got + 32'd1;
+                bias_word <= (bias_word == BIAS_WORDS - 1) ? 32'd0 : bias_word + 32'd1;
+                if (bias_word == BIAS_WORDS - 1) begin
+                    bias_write <= 1'b1;
+                    bias_waddr <= next_bias;
+                    next_bias <= next_bias + 1'b1;
+                    if ({{(32 - BIAS_AW){1'b0}}, next_bias} == LAST_BIAS32) bias_written <= 1'b1;
+                end
+            end
         end
     end
 
@@ -378,8 +494,9 @@ module fg_seq_stage #(
     wire y_last = flight_last[DRAIN_LATENCY-1];
     wire [LOCAL_W-1:0] y_addr = flight_addr[(DRAIN_LATENCY-1)*LOCAL_W +: LOCAL_W];
     wire finish;
-    fg_rom #(.WIDTH(P * ACC_W), .DEPTH(BIAS_ROWS), .PORTS(1), .STYLE(BIAS_STYLE), .INIT(BIAS_FILE)) u_bias (
-        .clk(clk), .en(drain_read), .addr(bias_addr), .data(bias_row)
+    fg_table #(.WIDTH(P * ACC_W), .DEPTH(BIAS_ROWS), .STYLE(BIAS_STYLE)) u_bias (
+        .clk(clk), .we(bias_write), .waddr(bias_waddr), .wdata(bias_fill),
+        .en(drain_read), .addr(bias_addr), .data(bias_row)
     );
     always @(posedge clk) begin
         if (rst) begin
@@ -494,7 +611,9 @@ module fg_seq_stage #(
         end else begin
             drained <= 2'b00;
             case (state)
-                S_LOAD: if (run && !passing) state <= S_LOAD2;
+                S_LOAD: if (fill_wanted) state <= S_FILL;
+                        else if (run && !passing && filled) state <= S_LOAD2;
+                S_FILL: if (fill_done) state <= S_LOAD;
                 S_LOAD2: state <= S_LOAD3;
                 S_LOAD3: begin
                     // the descriptor: n_out, addresses, row_base, bias_base, dram (2 words), shift, {hi, lo}
