@@ -158,7 +158,9 @@ def test_a_sequential_stage_runs_its_layers_one_pass_after_the_other():
     assert second.drain == 1 + L_DRAIN  # its 2 outputs at one address on 2 PEs, no words
     stage = estimate.stages[0]
     assert stage.interval == pytest.approx(2 * L_PASS + first.compute + first.occupancy + second.compute + second.drain)
-    assert stage.latency == stage.interval
+    # a batch's first vector also waits for the load phase: the first beat, then a row-table entry
+    # (3 + 5 rows) or a bias row (3 + 1 addresses at P = 2) a cycle
+    assert stage.latency == stage.interval + MEMORY_LATENCY + (3 + 5) + (3 + 1)
     assert estimate.bottleneck == max(stage.interval, estimate.reader.interval)
     assert estimate.interval >= estimate.bottleneck
     assert estimate.latency == pytest.approx(estimate.reader.latency + stage.latency)

@@ -385,6 +385,12 @@ class SequentialShape:
         return self.row_table_beats + self.bias_rows * self.bias_slot_bits // TABLE_SLOT_BITS
 
     @property
+    def load_cycles(self) -> int:
+        """The load phase: the first beat's memory latency, then a row-table entry or a bias beat
+        a cycle (fg_seq_stage.v)."""
+        return MEMORY_LATENCY + self.rows + self.table_beats - self.row_table_beats
+
+    @property
     def request_bits(self) -> int:
         """A row read: its byte address and beats."""
         return AXI_ADDRESS_BITS + self.count_bits

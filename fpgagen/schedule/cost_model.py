@@ -596,7 +596,7 @@ class CostModel:
             yield StageCost(
                 stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP),
                 interval=time,
-                latency=time,
+                latency=time + shape.load_cycles,  # a batch's first vector waits for the load phase
                 resources=total(memories) + logic,
                 held=held,
             )
