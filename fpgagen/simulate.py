@@ -70,6 +70,7 @@ def run_rtl_simulation(
     toplevel: str | None = None,
     keep_build: bool = False,
     reset_after: int | None = None,
+    move_images: bool = False,
     memory_latency: int | None = None,
     progress: Progress = SILENT,
 ) -> dict:
@@ -80,6 +81,9 @@ def run_rtl_simulation(
     `keep_build` keeps the simulator's build folder after a passing run. `reset_after` resets the
     design once that many outputs are out, in the middle of the batch, and then runs the whole batch
     again: only the second run is compared, so partial sums left by the reset would show.
+    `move_images` runs the batch a second time without a reset, its weight images moved to other
+    addresses and the old ones cleared, and compares that run: tables a load phase kept from the
+    first batch would show.
     `memory_latency` overrides the cycles the testbench's off-chip memory takes to answer a burst
     (by default what the manifest records). `progress` hears of the build and of every vector
     simulated.
@@ -143,6 +147,7 @@ def run_rtl_simulation(
                     "FPGAGEN_RESULTS": str(Path(results).resolve()),
                     "FPGAGEN_PROGRESS": str(counter),
                     **({"FPGAGEN_RESET_AFTER": str(reset_after)} if reset_after is not None else {}),
+                    **({"FPGAGEN_MOVE_IMAGES": "1"} if move_images else {}),
                     **({"FPGAGEN_MEMORY_LATENCY": str(memory_latency)} if memory_latency is not None else {}),
                     "COCOTB_LOG_LEVEL": "WARNING",
                     "PYTHONWARNINGS": "ignore::DeprecationWarning",

@@ -13,6 +13,9 @@ and writes cycles and the first mismatch to a JSON file. Environment:
                     batch in flight, then run the whole batch again and compare that run
   FPGAGEN_MEMORY_LATENCY  (optional) cycles from a read burst's address to its first data; by
                     default each port's `memory_latency` in the manifest
+  FPGAGEN_MOVE_IMAGES  (optional) after the batch, move every weight image to another address,
+                    clear the old one, and run the batch again without a reset, comparing that
+                    run: a sequential stage's load phase must take the tables from the new image
 
 Each weight port's memory returns a burst `memory_latency` cycles after taking its address, with
 any number of bursts in flight (an HBM pseudo channel takes many), at the port's bandwidth.
@@ -125,6 +128,7 @@ class Harness:
             )
         self.done = Event()
         self.rams = []
+        self.images = []
         outdir = Path(os.environ["FPGAGEN_MANIFEST"]).parent
         for port in self.rtl["ports"]:
             image = (outdir / port["image"]).read_bytes()
@@ -138,6 +142,7 @@ class Harness:
             if pattern is not None:
                 ram.r_channel.set_pause_generator(pattern)
             self.rams.append((port, base, ram))
+            self.images.append((memory, image))
 
     async def reset(self):
         cocotb.start_soon(Clock(self.clock, CLOCK_NS, unit="ns").start())
@@ -158,6 +163,14 @@ class Harness:
         self.dut.ap_rst_n.value = 1
         await ClockCycles(self.clock, 2)
 
+    def move_images(self) -> None:
+        """Each image to the 4 KB page after its end; its old place cleared."""
+        for index, ((port, base, ram), (memory, image)) in enumerate(zip(self.rams, self.images)):
+            moved = base + -(-len(image) // 4096) * 4096
+            memory.write(moved, image)
+            memory.write(base, bytes(len(image)))
+            self.rams[index] = (port, moved, ram)
+
     async def start(self, batch: int):
         if self.axilite:
             registers = self.rtl["control"]
@@ -168,6 +181,8 @@ class Harness:
             await self.control.write_dword(registers["batch"], batch)
             await self.control.write_dword(CONTROL, AP_START)
         else:
+            for port, base, _ in self.rams:
+                getattr(self.dut, f"weights{port['port']}").value = base
             self.dut.batch.value = batch
             self.dut.ap_start.value = 1
             cocotb.start_soon(self._hold_start_until_ready())
@@ -232,6 +247,25 @@ async def _interrupted_run(harness: Harness, vectors, outputs: int, limit_ns: in
     harness.done.clear()
 
 
+async def _run_batch(harness: Harness, vectors, limit: int) -> tuple[list[np.ndarray], int, int]:
+    """One batch: its outputs, the cycles to the first and to the end."""
+    rtl = harness.rtl
+    for x in vectors.x_q:
+        await harness.source.send(_frame(x, rtl["in_lanes"]))
+    await harness.start(vectors.batch)
+    clock_start = cocotb.utils.get_sim_time("ns")
+    outputs, first_out = [], None
+    for _ in range(vectors.batch):
+        frame = await with_timeout(harness.sink.recv(), 10 * limit, "ns")
+        if first_out is None:
+            first_out = cocotb.utils.get_sim_time("ns")
+        outputs.append(np.frombuffer(bytes(frame.tdata), dtype="<i2")[: rtl["out_features"]])
+        _report_progress(len(outputs))
+    await harness.wait_done(10 * limit)
+    total_cycles = int((cocotb.utils.get_sim_time("ns") - clock_start) // CLOCK_NS)
+    return outputs, int((first_out - clock_start) // CLOCK_NS), total_cycles
+
+
 @cocotb.test()
 async def run_vectors(dut):
     manifest = json.loads(Path(os.environ["FPGAGEN_MANIFEST"]).read_text())
@@ -245,20 +279,11 @@ async def run_vectors(dut):
     reset_after = os.environ.get("FPGAGEN_RESET_AFTER")
     if reset_after is not None:
         await _interrupted_run(harness, vectors, min(int(reset_after), vectors.batch - 1), 10 * limit)
-    for x in vectors.x_q:
-        await harness.source.send(_frame(x, rtl["in_lanes"]))
-    await harness.start(vectors.batch)
-    clock_start = cocotb.utils.get_sim_time("ns")
-
-    outputs, first_out = [], None
-    for _ in range(vectors.batch):
-        frame = await with_timeout(harness.sink.recv(), 10 * limit, "ns")
-        if first_out is None:
-            first_out = cocotb.utils.get_sim_time("ns")
-        outputs.append(np.frombuffer(bytes(frame.tdata), dtype="<i2")[: rtl["out_features"]])
-        _report_progress(len(outputs))
-    await harness.wait_done(10 * limit)
-    total_cycles = int((cocotb.utils.get_sim_time("ns") - clock_start) // CLOCK_NS)
+    outputs, first_output_cycles, total_cycles = await _run_batch(harness, vectors, limit)
+    if os.environ.get("FPGAGEN_MOVE_IMAGES"):
+        harness.move_images()
+        harness.done.clear()
+        outputs, first_output_cycles, total_cycles = await _run_batch(harness, vectors, limit)
 
     mismatch = None
     for n, (got, want) in enumerate(zip(outputs, expected)):
@@ -278,7 +303,7 @@ async def run_vectors(dut):
         "vectors": vectors.batch,
         "total_cycles": total_cycles,
         "cycles_per_vector": total_cycles / vectors.batch,
-        "first_output_cycles": int((first_out - clock_start) // CLOCK_NS),
+        "first_output_cycles": first_output_cycles,
         "first_mismatch": mismatch,
         "memory_latency": [ram.latency for _, _, ram in harness.rams],
         "layers": [

@@ -134,7 +134,7 @@ def expected_stage_parameters(stage: StagePlan) -> dict[str, int]:
         "LAYERS": len(stage.layers), "LOOP_IDX_W": loop.index_bits if loop else 1, "ROWS": stage.rows,
         "BIAS_ROWS": stage.bias_rows, "LOOP_DEPTH": stage.loop_depth if loop else 1,
         "REQUEST_DEPTH": REQUEST_DEPTH, "ACTIVATION_DEPTH": ACTIVATION_DEPTH, "MAX_BURSTS": MAX_BURSTS,
-        "ROW_TABLE_BEATS": stage.tables.row_table_beats, "BIAS_WORDS": stage.tables.bias_slot_bits // 32,
+        "ROW_TABLE_BEATS": stage.sequential_shape.row_table_beats, "BIAS_WORDS": stage.sequential_shape.bias_words,
     }  # fmt: skip
 
 
@@ -216,7 +216,7 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
             expected = common | {
                 "LAYERS": len(stage.layers), "ROWS": stage.rows, "BIAS_ROWS": stage.bias_rows,
                 "IMAGE_BEATS": port.image_beats, "SLOT_LOCAL_BITS": OFFCHIP_SLOT.local_bits,
-                "ROW_TABLE_BEATS": stage.tables.row_table_beats, "BIAS_WORDS": stage.tables.bias_slot_bits // 32,
+                "ROW_TABLE_BEATS": stage.sequential_shape.row_table_beats, "BIAS_WORDS": stage.sequential_shape.bias_words,
                 "SLOT_WEIGHT_BITS": OFFCHIP_SLOT.weight_bits,
                 "REQUEST_DEPTH": stage.memory("row requests").depth,
                 "WAITING_DEPTH": stage.memory("waiting activations").depth,
@@ -237,7 +237,7 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
                 "UNITS": stage.units, "GROUP": stage.groups.size, "N_IN": layer.shape.n_in,
                 "N_OUT": layer.shape.n_out, "BEATS": layer.shape.rom_beats,
                 "WEIGHT_BITS": stage.encoding.weight_bits, "SUM_BITS": stage.sum_bits,
-                "SCALE": stage.encoding.scale, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
+                "PE_SCALE": stage.encoding.pe_scale, "DRAIN_SCALE": stage.encoding.drain_scale, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
                 "ROW_DEPTH": stage.memory("unit rows").depth, "ENTRY_DEPTH": stage.memory("PE entries").depth,
             }  # fmt: skip
             run = source[source.index(f"void {stage.name}::run(") :]

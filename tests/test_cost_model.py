@@ -285,7 +285,8 @@ def test_a_sequential_stage_stacks_its_tables_and_shares_one_engine_for_its_wide
     assert all(m.role != "weights" for m in memories)  # the weights stream from off chip
     entry = found["PE entries"].width
     logic = LogicShape(2, 2, 1, acc, entry, 1 + 2 + 8, 2)  # slots {valid, local 0..2, weight}
-    assert cost.sequential(0, 1, 2).resources == total(memories) + engine_logic(logic)
+    load = cost.sequential_shape(0, 1, 2).load_register_bits  # the load phase's registers
+    assert cost.sequential(0, 1, 2).resources == total(memories) + engine_logic(logic) + Resources(ff=load)
 
 
 def test_the_issue_path_is_paid_for_the_pes_a_weight_can_reach():
@@ -323,8 +324,13 @@ def test_a_layer_whose_weights_are_alike_carries_positions_only():
     # The same layer in a sequential stage multiplies: its off-chip slots hold every weight.
     sequential = cost.logic(Stage(SEQUENTIAL, (1,), 4, OFFCHIP))
     assert sequential == LogicShape(4, 4, 1, shape.acc_bits, 2 + 1 + 8 + 16, 1 + 1 + 8, 4)
-    # A weight shared but not a power of two keeps a multiplier per PE, in the drain.
-    assert Encoding(0, 3 * scale).multiplies and not Encoding(0, -scale).multiplies and Encoding(8).multiplies
+    # A weight shared but not a power of two keeps the PE's multiplier (by a constant) and the
+    # accumulators' width; -2^k is a shift too, the drain subtracting.
+    odd = Encoding(0, 3 * scale)
+    assert odd.multiplies and (odd.pe_scale, odd.drain_scale, odd.sum_narrowing) == (3 * scale, 1, 0)
+    negative = Encoding(0, -scale)
+    assert not negative.multiplies and (negative.pe_scale, negative.drain_scale) == (1, -scale)
+    assert Encoding(8).multiplies and (Encoding(8).pe_scale, Encoding(8).drain_scale, Encoding(8).sum_narrowing) == (1, 1, 0)
 
 
 def test_activity_is_measured_per_input_on_the_fixed_point_model():

@@ -203,6 +203,16 @@ def test_the_offchip_memory_answers_late_and_every_pass_waits_for_it(tmp_path, r
     assert 0.9 * passes * 400 <= cycles[400] - cycles[0] <= 1.2 * passes * 400
 
 
+@pytest.mark.parametrize("simulator", SIMULATORS)
+def test_every_batch_loads_its_tables_from_its_own_images(simulator, tmp_path, run_cli):
+    """A second batch without a reset, its images moved and the old ones cleared: a stage that
+    kept the first batch's tables or weight address would read zeros."""
+    require(simulator)
+    outdir = mlp_design("sequential_middle", tmp_path / "design", count=4)
+    results = simulate(run_cli, outdir, simulator, "--move-images")
+    assert results["vectors"] == 4
+
+
 @pytest.mark.parametrize("part", ["weights", "bias"])
 def test_corrupted_offchip_image_is_reported(part, tmp_path, run_cli):
     """The weights and the tables the load phase fills both come from the image."""
@@ -217,7 +227,7 @@ def test_corrupted_offchip_image_is_reported(part, tmp_path, run_cli):
         words[base + np.flatnonzero(words[base:] >> 31)[0]] ^= 1 << 14
     else:
         # The first output's bias (the low word of its value), moved by 2^24 in the sums' scale.
-        words[stage.tables.row_table_beats * stage.pes] ^= 1 << 24
+        words[stage.sequential_shape.row_table_beats * stage.pes] ^= 1 << 24
     words.tofile(image)
     result = run_cli("sim", outdir, "--simulator", "icarus")
     assert result.exit_code == 1

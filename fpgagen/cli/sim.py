@@ -51,6 +51,12 @@ SIM_VECTORS = "sim_vectors"
     "and compare that run: a reset must leave no partial sums behind.",
 )
 @click.option(
+    "--move-images",
+    is_flag=True,
+    help="After the batch, move the off-chip weight images to other addresses, clear the old ones and run the "
+    "batch again without a reset, comparing that run: every batch must load its tables from its own images.",
+)
+@click.option(
     "--memory-latency",
     type=click.IntRange(min=0),
     help="Cycles from a weight read's address to its data in the testbench's off-chip memory "
@@ -58,7 +64,8 @@ SIM_VECTORS = "sim_vectors"
 )
 def sim(
     outdir: Path, simulator: str, inputs_path: Path | None, waves: bool, keep_build: bool, core: bool,
-    rtl_dir: Path | None, toplevel: str | None, reset_after: int | None, memory_latency: int | None,
+    rtl_dir: Path | None, toplevel: str | None, reset_after: int | None, move_images: bool,
+    memory_latency: int | None,
 ) -> None:  # fmt: skip
     """Simulate OUTDIR/rtl with the cocotb testbench and compare with the golden model.
 
@@ -72,8 +79,8 @@ def sim(
         vectors = vectors_of(outdir, inputs, inputs_path, SIM_VECTORS, steps)
         results = run_rtl_simulation(
             outdir, vectors, outdir / SIM_RESULTS, simulator=simulator, waves=waves, core=core, rtl=rtl_dir,
-            toplevel=toplevel, keep_build=keep_build, reset_after=reset_after, memory_latency=memory_latency,
-            progress=steps,
+            toplevel=toplevel, keep_build=keep_build, reset_after=reset_after, move_images=move_images,
+            memory_latency=memory_latency, progress=steps,
         )  # fmt: skip
     if not results["passed"]:
         m = results["first_mismatch"]

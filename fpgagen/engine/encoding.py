@@ -2,10 +2,10 @@
 
 A slot of a weight beat names the PE's local address and, in the general encoding, the weight;
 the PE multiplies. When every nonzero of a layer has one value c (every Graph Challenge weight is
-1/16), the slots carry positions only: the PE adds the bare activations, and the drain multiplies
-the sum by c once per output before the bias, c * sum(x) being exactly sum(c * x) in integers.
-That removes the weight bits from every slot, entry and FIFO, narrows the accumulators by
-log2|c| bits, and, when c is a power of two, turns the multiplier into wiring: no DSP at all.
+1/16), the slots carry positions only, which removes the weight bits from every slot, entry and
+FIFO. When |c| = 2^k, the PE adds the bare activations into accumulators k bits narrower, and the
+drain shifts each sum by k before the bias (c * sum(x) is exactly sum(c * x) in integers): no
+multiplier at all. Otherwise the PE multiplies x by the constant c, in its DSP as before.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..ir import LayerNumerics
 @dataclass(frozen=True)
 class Encoding:
     weight_bits: int  # the weight field of a slot and of an entry; 0: positions only
-    scale: int = 1  # what the drain multiplies a sum by: the shared weight, or 1
+    scale: int = 1  # positions only: the layer's one weight
 
     @property
     def positions_only(self) -> bool:
@@ -34,20 +34,31 @@ class Encoding:
 
     @property
     def multiplies(self) -> bool:
-        """Whether each PE needs a multiplier (a DSP): in the PE for the general encoding, in the
-        drain for a shared weight that is not a power of two."""
+        """Whether each PE needs a multiplier (a DSP): by its weights, or by a shared weight that is
+        not a power of two."""
         return not self.positions_only or self.scale_shift is None
 
     @property
+    def pe_scale(self) -> int:
+        """What a PE multiplies a positions-only entry's x by: a shared weight that is no power of
+        two (1 otherwise: the weight comes with the entry, or the drain shifts)."""
+        return self.scale if self.positions_only and self.multiplies else 1
+
+    @property
+    def drain_scale(self) -> int:
+        """What the drain multiplies a sum by: a shared weight of +-2^k, a shift (1 otherwise)."""
+        return 1 if self.multiplies else self.scale
+
+    @property
     def sum_narrowing(self) -> int:
-        """Bits the accumulators need fewer than the layer's exact bound: sums of bare activations
-        are |scale| >= 2^narrowing times smaller than the sums of products."""
-        return abs(self.scale).bit_length() - 1
+        """Bits the accumulators need fewer than the layer's exact bound: sums of bare activations,
+        2^k times smaller than the sums of products, when the shared weight is +-2^k."""
+        return 0 if self.multiplies else self.scale_shift
 
 
 def encoding_of(numerics: LayerNumerics) -> Encoding:
     """Positions only when the layer's nonzeros share one value, else the weights themselves."""
-    values = numerics.weights_q.data
+    values = numerics.weights_q.data  # no zeros: quantize drops the weights that round to zero
     if values.size and np.all(values == values[0]):
         return Encoding(0, int(values[0]))
     return Encoding(numerics.weight_format.bits)

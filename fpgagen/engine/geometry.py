@@ -317,6 +317,14 @@ class SequentialShape:
     input_bits: int = 1  # index bits of the widest vector a pass reads
     last: LayerShape | None = field(default=None, compare=False)
 
+    @classmethod
+    def of(cls, pes: int, layers: list[LayerShape]) -> SequentialShape:
+        """The stage running `layers` in turn on P PEs."""
+        shape = cls(pes)
+        for layer in layers:
+            shape = shape.then(layer)
+        return shape
+
     def then(self, layer: LayerShape) -> SequentialShape:
         looped = self.looped if self.last is None else max(self.looped, self.last.n_out)
         return SequentialShape(
@@ -382,13 +390,31 @@ class SequentialShape:
     @property
     def table_beats(self) -> int:
         """The load phase's beats: the row tables, then the bias rows."""
-        return self.row_table_beats + self.bias_rows * self.bias_slot_bits // TABLE_SLOT_BITS
+        return self.row_table_beats + self.bias_beats
+
+    @property
+    def load_register_bits(self) -> int:
+        """The load phase's registers (fg_seq_stage.v): a row-table beat and a bias row on their way
+        in, the written entry and the tables' addresses, four beat counters, the read address, and
+        seven flags."""
+        row_address, bias_address = bits_for(self.rows - 1), bits_for(self.bias_rows - 1)
+        beats = TABLE_SLOT_BITS * self.pes * (1 + self.bias_words)
+        return beats + self.row_bits + 2 * row_address + 2 * bias_address + 4 * 32 + AXI_ADDRESS_BITS + 7
 
     @property
     def load_cycles(self) -> int:
-        """The load phase: the first beat's memory latency, then a row-table entry or a bias beat
-        a cycle (fg_seq_stage.v)."""
-        return MEMORY_LATENCY + self.rows + self.table_beats - self.row_table_beats
+        """The load phase: the first beat's memory latency, then a row-table entry (P a beat,
+        padding included) or a bias beat a cycle (fg_seq_stage.v)."""
+        return MEMORY_LATENCY + self.row_table_beats * self.pes + self.bias_beats
+
+    @property
+    def bias_words(self) -> int:
+        """32-bit words of a bias value off chip: a bias row of P values is this many beats."""
+        return self.bias_slot_bits // TABLE_SLOT_BITS
+
+    @property
+    def bias_beats(self) -> int:
+        return self.bias_rows * self.bias_words
 
     @property
     def request_bits(self) -> int:

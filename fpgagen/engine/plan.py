@@ -157,7 +157,7 @@ class StagePlan:
     addresses: int  # accumulator entries per PE: the widest layer's local addresses
     logic: LogicShape
     memories: tuple[Memory, ...]
-    tables: SequentialShape | None  # a sequential stage's stacked tables, which its load phase reads
+    sequential_shape: SequentialShape | None  # a sequential stage's: its stacked tables, which its load phase reads
 
     @property
     def name(self) -> str:
@@ -226,9 +226,9 @@ class StagePlan:
         the stacked row table, one entry `start << count_bits | beats` per word (padded to whole
         beats), then the bias rows, each value (rounding term included) sign-extended to
         `bias_slot_bits`, low word first."""
-        rows = np.zeros(self.tables.row_table_beats * self.pes, dtype=np.int64)
+        rows = np.zeros(self.sequential_shape.row_table_beats * self.pes, dtype=np.int64)
         rows[: self.rows] = (self.row_start << self.count_bits) | self.row_beats
-        words_per_value = self.tables.bias_slot_bits // TABLE_SLOT_BITS
+        words_per_value = self.sequential_shape.bias_words
         bias = self.rounded_bias.astype(np.int64)
         words = np.stack([(bias >> (TABLE_SLOT_BITS * w)) & 0xFFFFFFFF for w in range(words_per_value)], axis=-1)
         return np.concatenate([rows, words.reshape(-1)]).astype("<u4")
@@ -340,7 +340,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
                 addresses=shape.addresses,
                 logic=logic,
                 memories=tuple(memories),
-                tables=shape if sequential else None,
+                sequential_shape=shape if sequential else None,
             )
         )
         port += sequential
@@ -353,10 +353,10 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
 
 def _layer_plans(model: Model, indices: tuple[int, ...], pes: int, sequential: bool) -> tuple[LayerPlan, ...]:
     """The layers of one stage: layouts, and offsets in the stage's stacked tables and image. A
-    sequential stage's image starts with the tables its load phase reads (`table_image`)."""
+    sequential stage's image starts with the tables its load phase reads (`table_words`)."""
     layouts = [lane_layout(model.layers[index].numerics.weights_q, pes) for index in indices]
     shapes = [layer_shape(model.layers[index], pes, layout.row_beats) for index, layout in zip(indices, layouts)]
-    base = _pages(_sequential_shape_of(shapes, pes).table_beats * pes * OFFCHIP_SLOT_BYTES) if sequential else 0
+    base = _pages(SequentialShape.of(pes, shapes).table_beats * pes * OFFCHIP_SLOT_BYTES) if sequential else 0
     plans = []
     rows = bias = 0
     for index, layout, shape in zip(indices, layouts, shapes):
@@ -372,15 +372,8 @@ def _pages(size: int) -> int:
     return ceil_div(size, AXI_PAGE) * AXI_PAGE
 
 
-def _sequential_shape_of(shapes: list[LayerShape], pes: int) -> SequentialShape:
-    shape = SequentialShape(pes)
-    for layer in shapes:
-        shape = shape.then(layer)
-    return shape
-
-
 def _sequential_shape(plans: tuple[LayerPlan, ...], pes: int) -> SequentialShape:
-    shape = _sequential_shape_of([plan.shape for plan in plans], pes)
+    shape = SequentialShape.of(pes, [plan.shape for plan in plans])
     if shape.row_bits > TABLE_SLOT_BITS:
         names = ", ".join(plan.name for plan in plans)
         raise FpgagenError(

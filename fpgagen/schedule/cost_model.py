@@ -597,15 +597,12 @@ class CostModel:
                 stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP),
                 interval=time,
                 latency=time + shape.load_cycles,  # a batch's first vector waits for the load phase
-                resources=total(memories) + logic,
+                resources=total(memories) + logic + Resources(ff=shape.load_register_bits),
                 held=held,
             )
 
     def sequential_shape(self, first: int, last: int, pes: int) -> SequentialShape:
-        shape = SequentialShape(pes)
-        for index in range(first, last + 1):
-            shape = shape.then(self.shape(index, pes))
-        return shape
+        return SequentialShape.of(pes, [self.shape(index, pes) for index in range(first, last + 1)])
 
     def sequential_memories(self, first: int, last: int, pes: int) -> list[Memory]:
         """Every memory of a sequential stage running layers first..last (fpgagen.engine)."""

@@ -126,8 +126,9 @@ struct entry {
     ap_int<16 + WEIGHT_BITS> product() const { return x * weight; }
 };
 
-// Positions only (docs/engine.md, "Weight encodings"): the layer's nonzeros share one weight,
-// which the drain applies (`scaled`); an entry carries no weight and the PE adds x.
+// Positions only (docs/engine.md, "Weight encodings"): the layer's nonzeros share one weight, so an
+// entry carries none; the PE multiplies x by PE_SCALE (a shared weight that is no power of two) or
+// the drain shifts the sum (`scaled`).
 template <int LOCAL_BITS>
 struct entry<LOCAL_BITS, 0> {
     bool end;
@@ -178,12 +179,12 @@ inline act_t requantize(ap_int<ACC> acc, Bias bias, unsigned shift, int lo, int 
     return shifted < lo ? act_t(lo) : (shifted > hi ? act_t(hi) : act_t(shifted));
 }
 
-// A dataflow bank's sum times the layer's shared weight (1 unless positions only): a constant,
-// so a power of two is a shift.
+// A dataflow bank's sum times DRAIN_SCALE: the shared weight +-2^k of a positions-only layer (a
+// constant power of two: a shift), 1 otherwise.
 template <class Cfg>
 inline ap_int<Cfg::ACC_BITS> scaled(typename Cfg::acc_t sum) {
 #pragma HLS INLINE
-    return ap_int<Cfg::ACC_BITS>(sum) * Cfg::SCALE;
+    return ap_int<Cfg::ACC_BITS>(sum) * Cfg::DRAIN_SCALE;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -470,7 +471,7 @@ void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
             if (got && next.end) {
                 ++ends[p];
             }
-            accumulate<Cfg::ADDRESSES>(acc[p], h[p], got && !next.end, next.local, next.product());
+            accumulate<Cfg::ADDRESSES>(acc[p], h[p], got && !next.end, next.local, next.product() * Cfg::PE_SCALE);
             whole = whole && ends[p] == unsigned(Cfg::UNITS);
         }
         done = whole;

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...engine import EnginePlan, LayerPlan, StagePlan
-from ...engine.geometry import MAX_BURSTS, OFFCHIP_SLOT, TABLE_SLOT_BITS, VALUE_BITS, Channel, Groups
+from ...engine.geometry import MAX_BURSTS, OFFCHIP_SLOT, VALUE_BITS, Channel, Groups
 from ...engine.interface import WeightPort
 from ...engine.memory import BRAM, LUTRAM, REGISTERS, URAM, Memory
 from ...errors import FpgagenError
@@ -23,7 +23,7 @@ from .carrays import signed_type, unsigned_type
 
 # BIND_STORAGE implementations of the plan's memory kinds: for tables, and for FIFOs (a FIFO of
 # registers is a shift register).
-ROM_STORAGE = {BRAM: "bram", LUTRAM: "lutram", URAM: "uram", REGISTERS: "lutram"}
+TABLE_STORAGE = {BRAM: "bram", LUTRAM: "lutram", URAM: "uram", REGISTERS: "lutram"}
 FIFO_STORAGE = {BRAM: "bram", LUTRAM: "lutram", REGISTERS: "srl"}
 
 
@@ -105,7 +105,8 @@ class DataflowStage:
     beats: int  # ROM depth (at least 1: an empty layer keeps one all-invalid beat)
     acc_bits: int
     sum_bits: int  # the banks
-    scale: int  # the drain multiplies a sum by it: the shared weight (positions only), else 1
+    pe_scale: int  # a PE multiplies a positions-only entry's x by it
+    drain_scale: int  # the drain multiplies a sum by it
     weight_bits: int  # 0: positions only
     local_bits: int
     start_bits: int
@@ -291,7 +292,8 @@ def _dataflow_stage(stage: StagePlan, in_channel: ChannelView, out_channel: Chan
         beats=shape.rom_beats,
         acc_bits=stage.acc_bits,
         sum_bits=stage.sum_bits,
-        scale=stage.encoding.scale,
+        pe_scale=stage.encoding.pe_scale,
+        drain_scale=stage.encoding.drain_scale,
         weight_bits=stage.encoding.weight_bits,
         local_bits=stage.local_bits,
         start_bits=stage.start_bits,
@@ -301,7 +303,7 @@ def _dataflow_stage(stage: StagePlan, in_channel: ChannelView, out_channel: Chan
         hi=plan.hi,
         nnz=layer.nnz,
         slot_type=slot_type,
-        storage={role: ROM_STORAGE[stage.memory(role).kind] for role in ("row table", "weights", "bias")},
+        storage={role: TABLE_STORAGE[stage.memory(role).kind] for role in ("row table", "weights", "bias")},
         fifos=fifos,
         tables=_tables(stage),
         rom=plan.rom_words.astype(slot_np),
@@ -360,9 +362,9 @@ def _sequential_stage(
         max_bursts=MAX_BURSTS,
         slot_local_bits=OFFCHIP_SLOT.local_bits,
         slot_weight_bits=OFFCHIP_SLOT.weight_bits,
-        row_table_beats=stage.tables.row_table_beats,
-        bias_words=stage.tables.bias_slot_bits // TABLE_SLOT_BITS,
-        storage={role: ROM_STORAGE[stage.memory(role).kind] for role in ("row table", "bias")},
+        row_table_beats=stage.sequential_shape.row_table_beats,
+        bias_words=stage.sequential_shape.bias_words,
+        storage={role: TABLE_STORAGE[stage.memory(role).kind] for role in ("row table", "bias")},
         fifos=fifos,
         tables=_tables(stage),
     )

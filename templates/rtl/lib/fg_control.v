@@ -7,7 +7,7 @@ module fg_control (
     output wire        ap_done,
     output wire        ap_idle,
     output wire        ap_ready,
-    output reg         started,       // pulse: a batch starts (the sequential stages load their tables)
+    output reg         started,       // pulse: a batch of vectors starts (the sequential stages load their tables)
     input  wire [31:0] batch,
     input  wire        vector_in,     // the input reader finished a vector
     input  wire        vector_out,    // the last beat of an output vector left
@@ -39,7 +39,7 @@ module fg_control (
         end else if (!running) begin
             if (ap_start && !done) begin
                 running <= 1'b1;
-                started <= 1'b1;
+                started <= batch != 32'd0;
                 to_read <= batch;
                 to_write <= batch;
                 reading <= batch != 32'd0;

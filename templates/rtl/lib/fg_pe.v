@@ -4,9 +4,10 @@
 // the first FIFO that has one, multiplies, and adds into accumulator `local` of `bank`. Entries
 // are order-free (integer sums), so nothing but the FIFOs is shared with the other PEs.
 //
-// With W_BITS = 0 (positions only, docs/engine.md "Weight encodings") entries carry no weight:
-// the PE adds x, and the drain multiplies the sum by the layer's one weight SCALE, a shift by
-// SCALE_SHIFT when |SCALE| is a power of two (SCALE_SHIFT = -1 otherwise).
+// With W_BITS = 0 (positions only, docs/engine.md "Weight encodings") entries carry no weight; the
+// layer's one weight is SCALE. When |SCALE| = 2^SCALE_SHIFT the PE adds x, and the drain shifts
+// the sum (subtracting it for a negative SCALE): no multiplier. Otherwise (SCALE_SHIFT = -1) the
+// PE multiplies x by the constant SCALE in its product register, as it would by a weight.
 //
 // MAC pipeline (never stalls): E1 entry -> E2 product register, accumulator read -> E3 the read's
 // output register; sum -> E4 write. A read can miss the three writes ahead of it, so their sums
@@ -15,8 +16,8 @@
 // An end entry marks the end of a vector on its FIFO; when all K have passed the pipeline, the
 // bank is `done` until the drain, which reads every local address of it (two cycles to the data,
 // like the MAC), clears it as it reads, and requantizes (docs/numerics.md):
-// clamp((SCALE * acc + bias') >>> shift, lo, hi), where bias' already holds the rounding term
-// 2^(shift-1).
+// clamp((acc + bias') >>> shift, lo, hi) (acc scaled as above), where bias' already holds the
+// rounding term 2^(shift-1).
 //
 // After reset the PE clears both banks, one address per cycle, and is `ready` when done: a reset
 // in the middle of a batch leaves no partial sum behind.
@@ -27,7 +28,7 @@ module fg_pe #(
     parameter integer W_BITS = 8,       // 0: positions only
     parameter integer ACC_W = 32,       // the drain's sums: the bias and the scaled accumulator
     parameter integer SUM_W = ACC_W,    // the accumulators
-    parameter integer SCALE = 1,        // what the drain multiplies an accumulator by
+    parameter integer SCALE = 1,        // positions only: the layer's one weight
     parameter integer SCALE_SHIFT = 0,  // log2 |SCALE|, or -1 when |SCALE| is no power of two
     parameter integer SHIFT_W = 6,      // bits of cfg_shift
     parameter integer FIFO_DEPTH = 32,
@@ -57,7 +58,9 @@ module fg_pe #(
 );
     localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
     localparam integer ENTRY_W = 2 + LOCAL_W + W_BITS + VALUE_W;  // {end, bank, local, weight, x}
-    localparam integer PROD_W = VALUE_W + W_BITS;  // x alone when positions only
+    localparam integer SCALE_W = 32;    // SCALE as a signed parameter
+    // x times its weight; x alone, or x times the constant SCALE, when positions only
+    localparam integer PROD_W = (W_BITS > 0) ? VALUE_W + W_BITS : (SCALE_SHIFT < 0) ? VALUE_W + SCALE_W : VALUE_W;
     localparam integer CMP_W = (ACC_W > VALUE_W) ? ACC_W : VALUE_W + 1;
     localparam integer KB = (K > 1) ? $clog2(K + 1) : 1;
     localparam [31:0] LAST_ADDRESS32 = ADDRESSES - 1;
@@ -127,6 +130,9 @@ module fg_pe #(
             reg signed [W_BITS-1:0] e1_w;
             always @(posedge clk) e1_w <= chosen[VALUE_W +: W_BITS];
             assign e1_product = e1_x * e1_w;
+        end else if (SCALE_SHIFT < 0) begin : g_positions_scaled
+            localparam signed [SCALE_W-1:0] SCALE_S = SCALE;
+            assign e1_product = e1_x * SCALE_S;
         end else begin : g_positions
             assign e1_product = e1_x;
         end
@@ -238,21 +244,13 @@ module fg_pe #(
     // ---- drain: requantize ------------------------------------------------------------------------
     // d3: the accumulator (with the bias, given at d3) -> r1: total -> r2: shifted -> y: clamped
     wire [SUM_W-1:0] drained_sum = d2_bank ? read1_r : read0_r;
-    // |SCALE| * the sum: a shift when |SCALE| is a power of two; a negative SCALE subtracts it
-    localparam integer SUBTRACT = (SCALE < 0 && SCALE_SHIFT >= 0) ? 1 : 0;
+    // the sum times 2^SCALE_SHIFT: wiring; a negative SCALE subtracts it (SCALE_SHIFT >= 0 only:
+    // otherwise the PE has multiplied already)
+    localparam integer SUBTRACT = (W_BITS == 0 && SCALE < 0 && SCALE_SHIFT >= 0) ? 1 : 0;
+    localparam integer DRAIN_SHIFT = (SCALE_SHIFT > 0) ? SCALE_SHIFT : 0;
     wire signed [ACC_W-1:0] drained_wide;
-    wire signed [ACC_W-1:0] drained_acc;
     fg_resize #(.IN_W(SUM_W), .OUT_W(ACC_W)) u_sum (.in(drained_sum), .out(drained_wide));
-    generate
-        if (SCALE_SHIFT < 0) begin : g_scale_multiply
-            localparam [31:0] SCALE32 = SCALE;
-            wire signed [ACC_W-1:0] scale_wide;
-            fg_resize #(.IN_W(32), .OUT_W(ACC_W)) u_scale (.in(SCALE32), .out(scale_wide));
-            assign drained_acc = drained_wide * scale_wide;
-        end else begin : g_scale_shift
-            assign drained_acc = drained_wide <<< SCALE_SHIFT;
-        end
-    endgenerate
+    wire signed [ACC_W-1:0] drained_acc = drained_wide <<< DRAIN_SHIFT;
     reg signed [ACC_W-1:0] total;
     reg signed [CMP_W-1:0] shifted;
     wire [CMP_W-1:0] shifted_wide;

@@ -154,7 +154,7 @@ module fg_seq_stage #(
     reg [ROW_W-1:0] row_wdata;
     wire [P*ACC_W-1:0] bias_fill;       // a bias row of the image, as the bias RAM holds it
     wire filling = state == S_FILL;
-    wire fill_ready = fill_entries == 32'd0;
+    wire fill_ready = fill_entries <= 32'd1;  // the next beat may come with the last entry's write
     wire fill_done = fill_got == TABLE_BEATS32 && fill_ready && rows_written && bias_written && !bias_write
                      && !row_write;
     wire in_rows = fill_got < ROW_TABLE_BEATS32;
@@ -261,7 +261,7 @@ module fg_seq_stage #(
     reg [RD_IDX_W-1:0] l1_index;
     reg ended;                          // this pass's end item has been looked up
     reg end_taken;                      // this pass's end item has left the item FIFO: take no more
-    assign item_pop = item_valid && req_room && act_room && computing && !end_taken;
+    assign item_pop = item_valid && req_room && act_room && computing && !end_taken && !fill_wanted;
     /* verilator lint_off UNUSEDSIGNAL */
     wire [31:0] row_address = {{(32 - ROW_AW){1'b0}}, d_row_base} + {{(32 - RD_IDX_W){1'b0}}, l1_index};
     /* verilator lint_on UNUSEDSIGNAL */
@@ -412,12 +412,19 @@ module fg_seq_stage #(
             end
             if (filling && fill_done) filled <= 1'b1;
             // requests, one beat each, while the request FIFO shows room
-            if (filling && !fill_push && req_room && fill_asked != TABLE_BEATS32) begin
+            if (filling && req_room && fill_asked != TABLE_BEATS32) begin
                 fill_push <= 1'b1;
                 fill_asked <= fill_asked + 32'd1;
             end
             if (fill_push) fill_addr <= fill_addr + (64'd1 << BEAT_SHIFT);
-            // row-table beats: one entry a cycle
+            // row-table beats: one entry a cycle, the next beat taken with the last entry
+            if (fill_entries != 32'd0 && !rows_written) begin
+                row_write <= 1'b1;
+                row_waddr <= next_row;
+                row_wdata <= fill_beat[ROW_W-1:0];
+                next_row <= next_row + 1'b1;
+                if ({{(32 - ROW_AW){1'b0}}, next_row} == LAST_ROW32) rows_written <= 1'b1;
+            end
             if (fill_fire && in_rows) begin
                 fill_beat <= rdata;
                 fill_entries <= P;
@@ -425,13 +432,6 @@ module fg_seq_stage #(
             end else if (fill_entries != 32'd0) begin
                 fill_beat <= fill_beat >> 32;
                 fill_entries <= fill_entries - 32'd1;
-                if (!rows_written) begin
-                    row_write <= 1'b1;
-                    row_waddr <= next_row;
-                    row_wdata <= fill_beat[ROW_W-1:0];
-                    next_row <= next_row + 1'b1;
-                    if ({{(32 - ROW_AW){1'b0}}, next_row} == LAST_ROW32) rows_written <= 1'b1;
-                end
             end
             // bias beats: a row every BIAS_WORDS
             if (fill_fire && !in_rows) begin
@@ -631,6 +631,11 @@ module fg_seq_stage #(
                 S_COMPUTE: if (send_end) begin
                     end_sent <= 1'b1;
                     state <= S_DONE;
+                end else if (fill_wanted && first_layer && !taken_end) begin
+                    // A batch starts while the first pass waits for its first activation (none can
+                    // be on its way: the stages before are idle): load the tables first, and take
+                    // the descriptor again, for the weights' new address.
+                    state <= S_LOAD;
                 end
                 S_DONE: if (bank ? whole1 : whole0) begin
                     state <= S_DRAIN;
