@@ -20,6 +20,7 @@ from fpgagen.engine.geometry import (
     PE_FIFO_DEPTH,
     REQUEST_DEPTH,
     LogicShape,
+    accumulator_bits,
     in_lanes,
 )
 from fpgagen.engine.memory import BRAM as BLOCK_RAM
@@ -42,6 +43,7 @@ from fpgagen.schedule.cost_model import (
     CostModel,
     Resources,
     engine_logic,
+    least_pe_luts,
     logic_counts,
     price,
     total,
@@ -368,6 +370,26 @@ def test_roofline_compute_and_memory_bounds():
     one_lut = replace(bare, lut=1)
     offchip = CostModel(model, one_lut, p).roofline().offchip_bytes
     assert offchip == pytest.approx(4 * (0.5 * 1.6 + 0.25 * 6))
+
+
+def test_the_compute_roof_counts_dsps_for_multiplied_macs_and_luts_for_all():
+    # Layer a multiplies (its weights differ); layer b's weights are all 0.5 = 2^k: shifts only.
+    cost = hand_cost()
+    roof = cost.roofline()
+    macs_a = float(X0.mean(axis=0) @ np.array([3, 0, 2]))  # nonzeros of W0's rows, times their activity
+    macs_b = float(X1.mean(axis=0) @ np.full(5, 2))
+    assert roof.useful_macs == pytest.approx(macs_a + macs_b)
+    assert roof.dsp_bound == pytest.approx(BOARD.dsp * BOARD.clock_hz / macs_a)  # b needs no DSP
+    # every LUT in PEs of the least size: b's, without weight bits, is the smaller one
+    least_a, least_b = (least_pe_luts(accumulator_bits(layer.numerics.acc_bits), encoding)
+                        for layer, encoding in zip(cost.layers, cost.encodings))  # fmt: skip
+    assert least_b < least_a
+    assert roof.lut_bound == pytest.approx(BOARD.lut * BOARD.clock_hz / (macs_a * least_a + macs_b * least_b))
+    assert roof.compute_bound == min(roof.dsp_bound, roof.lut_bound)
+    # without layer a, only the LUTs bound the compute
+    only_b = replace(cost.model, name="b", layers=(cost.model.layers[1],), input_shape=(5,))
+    shifts = CostModel(only_b, BOARD, Activity((X1.mean(axis=0),), "hand-made"), relabel=False).roofline()
+    assert shifts.dsp_bound == math.inf and shifts.compute_bound == shifts.lut_bound
 
 
 def test_a_vector_slow_at_any_stage_holds_the_pipeline():
