@@ -158,6 +158,17 @@ def main() -> int:
             (row["estimate"][name] + float(np.dot(fitted - current, x))) / row["yosys"][name]
             for row, x in zip(rows, features)
         ]
+    # Out of sample: each design's estimate with the constants fitted to the others.
+    held_out = {}
+    for name, target, current in (("lut", lut_rest, lut_constants), ("ff", ff_rest, ff_constants)):
+        weights = 1.0 / np.array([row["yosys"][name] for row in rows], dtype=np.float64)
+        held_out[name] = []
+        for i, (row, x) in enumerate(zip(rows, features)):
+            others = np.arange(len(rows)) != i
+            fitted, _ = nnls(matrix[others] * weights[others, None], np.array(target)[others] * weights[others])
+            held_out[name].append((row["estimate"][name] + float(np.dot(fitted - current, x))) / row["yosys"][name])
+        print(f"each design fitted from the others, estimate / Yosys {name}: "
+              f"{min(held_out[name]):.2f} .. {max(held_out[name]):.2f}")  # fmt: skip
     ratios = {kind: [row["ratio"][kind] for row in rows] for kind in BOUNDS}
     for kind, values in ratios.items():
         print(f"estimate / Yosys {kind}: {min(values):.2f} .. {max(values):.2f}")
@@ -166,7 +177,8 @@ def main() -> int:
 
     with atomic_file(HERE / "results" / "resources.json") as partial:
         partial.write_text(
-            json.dumps({"designs": rows, "logic_fit": fits, "ratios": ratios, "refitted_ratios": refitted}, indent=2)
+            json.dumps({"designs": rows, "logic_fit": fits, "ratios": ratios, "refitted_ratios": refitted,
+                        "held_out_ratios": held_out}, indent=2)  # fmt: skip
             + "\n"
         )
     print(f"wrote {HERE / 'results' / 'resources.json'}")
