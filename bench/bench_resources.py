@@ -47,7 +47,14 @@ GC_CONFIGS = [
     ("dataflow", 8, "w8a16"), ("dataflow", 16, "w8a16"), ("sequential", 16, "w8a16"),
     ("dataflow", 16, "w4a8"), ("dataflow", 16, "w16a16"),
 ]  # fmt: skip
-MLP_CASES = ["dataflow_only", "sequential_only", "sequential_first", "sequential_middle", "narrow_w4a8", "positions_only"]
+MLP_CASES = [
+    "dataflow_only",
+    "sequential_only",
+    "sequential_first",
+    "sequential_middle",
+    "narrow_w4a8",
+    "positions_only",
+]
 # estimate / Yosys per design that the cost model must keep: its figures for engine v1 (issue 9)
 BOUNDS = {"dsp": (1.0, 1.0), "lut": (0.85, 1.53), "ff": (0.91, 1.11)}
 
@@ -176,11 +183,9 @@ def main() -> int:
         print(f"with the fitted constants, estimate / Yosys {kind}: {min(values):.2f} .. {max(values):.2f}")
 
     with atomic_file(HERE / "results" / "resources.json") as partial:
-        partial.write_text(
-            json.dumps({"designs": rows, "logic_fit": fits, "ratios": ratios, "refitted_ratios": refitted,
-                        "held_out_ratios": held_out}, indent=2)  # fmt: skip
-            + "\n"
-        )
+        record = {"designs": rows, "logic_fit": fits, "ratios": ratios, "refitted_ratios": refitted,
+                  "held_out_ratios": held_out}  # fmt: skip
+        partial.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {HERE / 'results' / 'resources.json'}")
     for failure in failures:
         print("FAIL", failure)
