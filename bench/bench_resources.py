@@ -155,25 +155,24 @@ def main() -> int:
     matrix = np.array(features, dtype=np.float64)
     fits = {}
     refitted = {}  # estimate / Yosys if the fitted constants replaced the current ones
+    held_out = {}  # ... out of sample: each design's, with the constants fitted to the others
+    designs = np.arange(len(rows))
     for name, target, current in (("lut", lut_rest, lut_constants), ("ff", ff_rest, ff_constants)):
         # relative to each design's total, so that small designs weigh as much as large ones
         weights = 1.0 / np.array([row["yosys"][name] for row in rows], dtype=np.float64)
-        fitted, _ = nnls(matrix * weights[:, None], np.array(target) * weights)
+        goal = np.array(target) * weights
+
+        def fitted_to(chosen: np.ndarray, weights=weights, goal=goal) -> np.ndarray:
+            return nnls(matrix[chosen] * weights[chosen, None], goal[chosen])[0]
+
+        def ratio(fitted: np.ndarray, i: int, name=name, current=current) -> float:
+            return (rows[i]["estimate"][name] + float(np.dot(fitted - current, features[i]))) / rows[i]["yosys"][name]
+
+        fitted = fitted_to(designs)
         fits[name] = {"terms": LOGIC_TERMS, "current": current.tolist(), "fitted": fitted.round(2).tolist()}
         print(f"{name}: constants ({', '.join(LOGIC_TERMS)}) now {current.tolist()}, fit {fitted.round(2).tolist()}")
-        refitted[name] = [
-            (row["estimate"][name] + float(np.dot(fitted - current, x))) / row["yosys"][name]
-            for row, x in zip(rows, features)
-        ]
-    # Out of sample: each design's estimate with the constants fitted to the others.
-    held_out = {}
-    for name, target, current in (("lut", lut_rest, lut_constants), ("ff", ff_rest, ff_constants)):
-        weights = 1.0 / np.array([row["yosys"][name] for row in rows], dtype=np.float64)
-        held_out[name] = []
-        for i, (row, x) in enumerate(zip(rows, features)):
-            others = np.arange(len(rows)) != i
-            fitted, _ = nnls(matrix[others] * weights[others, None], np.array(target)[others] * weights[others])
-            held_out[name].append((row["estimate"][name] + float(np.dot(fitted - current, x))) / row["yosys"][name])
+        refitted[name] = [ratio(fitted, i) for i in designs]
+        held_out[name] = [ratio(fitted_to(designs != i), i) for i in designs]
         print(f"each design fitted from the others, estimate / Yosys {name}: "
               f"{min(held_out[name]):.2f} .. {max(held_out[name]):.2f}")  # fmt: skip
     ratios = {kind: [row["ratio"][kind] for row in rows] for kind in BOUNDS}

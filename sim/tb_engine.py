@@ -233,13 +233,18 @@ def _frame(values: np.ndarray, lanes: int) -> AxiStreamFrame:
     return AxiStreamFrame(padded.tobytes())
 
 
+async def _start_batch(harness: Harness, vectors) -> None:
+    """Queue the batch's inputs on the stream and start the design."""
+    for x in vectors.x_q:
+        await harness.source.send(_frame(x, harness.rtl["in_lanes"]))
+    await harness.start(vectors.batch)
+
+
 async def _interrupted_run(harness: Harness, vectors, outputs: int, limit_ns: int) -> None:
     """Run the batch until `outputs` outputs are out and a few cycles more, so that the next vectors
     are inside the engine (partial sums in the PEs' banks), then reset the design and drop what the
     stream models still hold."""
-    for x in vectors.x_q:
-        await harness.source.send(_frame(x, harness.rtl["in_lanes"]))
-    await harness.start(vectors.batch)
+    await _start_batch(harness, vectors)
     for _ in range(outputs):
         await with_timeout(harness.sink.recv(), limit_ns, "ns")
     await ClockCycles(harness.clock, 20)
@@ -249,17 +254,14 @@ async def _interrupted_run(harness: Harness, vectors, outputs: int, limit_ns: in
 
 async def _run_batch(harness: Harness, vectors, limit: int) -> tuple[list[np.ndarray], int, int]:
     """One batch: its outputs, the cycles to the first and to the end."""
-    rtl = harness.rtl
-    for x in vectors.x_q:
-        await harness.source.send(_frame(x, rtl["in_lanes"]))
-    await harness.start(vectors.batch)
+    await _start_batch(harness, vectors)
     clock_start = cocotb.utils.get_sim_time("ns")
     outputs, first_out = [], None
     for _ in range(vectors.batch):
         frame = await with_timeout(harness.sink.recv(), 10 * limit, "ns")
         if first_out is None:
             first_out = cocotb.utils.get_sim_time("ns")
-        outputs.append(np.frombuffer(bytes(frame.tdata), dtype="<i2")[: rtl["out_features"]])
+        outputs.append(np.frombuffer(bytes(frame.tdata), dtype="<i2")[: harness.rtl["out_features"]])
         _report_progress(len(outputs))
     await harness.wait_done(10 * limit)
     total_cycles = int((cocotb.utils.get_sim_time("ns") - clock_start) // CLOCK_NS)

@@ -277,9 +277,10 @@ _RTL_MEMORIES = [
     (r"u_out\.mem", "output", "output beats"),
     (r"u_reader\.g_group\[\d+\]\.u_words\.mem", "reader", "input words"),
     (r"u_stage(\d+)\.g_rom\[\d+\]\.u_rows\.mem", "stage", "row table"),
-    (r"u_stage(\d+)\.u_rows\.mem", "stage", "row table"),
+    (r"u_stage(\d+)\.u_rows\.u_ram\.mem", "stage", "row table"),  # a sequential stage's (fg_table)
     (r"u_stage(\d+)\.g_rom\[\d+\]\.u_weights\.mem", "stage", "weights"),
     (r"u_stage(\d+)\.u_bias\.mem", "stage", "bias"),
+    (r"u_stage(\d+)\.u_bias\.u_ram\.mem", "stage", "bias"),  # a sequential stage's (fg_table)
     (r"u_stage(\d+)\.g_unit\[\d+\]\.u_items\.mem", "stage", "unit activations"),
     (r"u_stage(\d+)\.u_items\.mem", "stage", "unit activations"),
     (r"u_stage(\d+)\.g_unit\[\d+\]\.u_unit\.u_rows\.mem", "stage", "unit rows"),

@@ -309,9 +309,9 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
     for number, stage in enumerate(schedule.stages):
         output = stage_output(model, stage.layers[-1], stage.pes, stage.units)
         sequential = stage.mode != DATAFLOW
-        layer_plans = _layer_plans(model, stage.layers, stage.pes, sequential)
-        if sequential:
-            shape = _sequential_shape(layer_plans, stage.pes)
+        layer_plans, tables = _layer_plans(model, stage.layers, stage.pes, sequential)
+        if tables is not None:
+            shape = tables
             memories = sequential_memories(shape, output, board.has_free_uram)
             loop, loop_depth = shape.loop, shape.loop_depth
             logic = shape.logic()
@@ -351,12 +351,17 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
     return EnginePlan(model, board, schedule.in_lanes, tuple(channels), stages, interface)
 
 
-def _layer_plans(model: Model, indices: tuple[int, ...], pes: int, sequential: bool) -> tuple[LayerPlan, ...]:
-    """The layers of one stage: layouts, and offsets in the stage's stacked tables and image. A
-    sequential stage's image starts with the tables its load phase reads (`table_words`)."""
-    layouts = [lane_layout(model.layers[index].numerics.weights_q, pes) for index in indices]
-    shapes = [layer_shape(model.layers[index], pes, layout.row_beats) for index, layout in zip(indices, layouts)]
-    base = _pages(SequentialShape.of(pes, shapes).table_beats * pes * OFFCHIP_SLOT_BYTES) if sequential else 0
+def _layer_plans(
+    model: Model, indices: tuple[int, ...], pes: int, sequential: bool
+) -> tuple[tuple[LayerPlan, ...], SequentialShape | None]:
+    """The layers of one stage: layouts, and offsets in the stage's stacked tables and image; and a
+    sequential stage's shape, whose tables its load phase reads from the image's start
+    (`table_words`)."""
+    layers = [model.layers[index] for index in indices]
+    layouts = [lane_layout(layer.numerics.weights_q, pes) for layer in layers]
+    shapes = [layer_shape(layer, pes, layout.row_beats) for layer, layout in zip(layers, layouts)]
+    tables = _sequential_shape(layers, shapes, pes) if sequential else None
+    base = _pages(tables.table_beats * pes * OFFCHIP_SLOT_BYTES) if tables is not None else 0
     plans = []
     rows = bias = 0
     for index, layout, shape in zip(indices, layouts, shapes):
@@ -364,7 +369,7 @@ def _layer_plans(model: Model, indices: tuple[int, ...], pes: int, sequential: b
         rows += shape.n_in
         bias += shape.addresses
         base += _pages(shape.beats * pes * OFFCHIP_SLOT_BYTES)
-    return tuple(plans)
+    return tuple(plans), tables
 
 
 def _pages(size: int) -> int:
@@ -372,10 +377,10 @@ def _pages(size: int) -> int:
     return ceil_div(size, AXI_PAGE) * AXI_PAGE
 
 
-def _sequential_shape(plans: tuple[LayerPlan, ...], pes: int) -> SequentialShape:
-    shape = SequentialShape.of(pes, [plan.shape for plan in plans])
+def _sequential_shape(layers: list[Layer], shapes: list[LayerShape], pes: int) -> SequentialShape:
+    shape = SequentialShape.of(pes, shapes)
     if shape.row_bits > TABLE_SLOT_BITS:
-        names = ", ".join(plan.name for plan in plans)
+        names = ", ".join(layer.name for layer in layers)
         raise FpgagenError(
             f"the sequential stage of layers {names} needs {shape.row_bits}-bit row-table entries, "
             f"more than the {TABLE_SLOT_BITS} bits its load phase reads: give it more PEs"

@@ -221,7 +221,8 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
 
 
 def _encoding_parameters(stage: StagePlan) -> list[tuple[str, int]]:
-    """The PEs' weight slots, and what the drain multiplies a sum by (fg_pe.v)."""
+    """The PEs' weight slots and, positions only, the shared weight and its log2 (-1: no power of
+    two, the PEs multiply by it) (fg_pe.v)."""
     encoding = stage.encoding
     shift = encoding.scale_shift
     return [

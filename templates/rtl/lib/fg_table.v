@@ -1,13 +1,11 @@
-// A table the load phase fills (docs/engine.md, "Load phase"): one write port, and one read port
-// with two register stages like fg_rom's, so data comes two cycles after its address. In the kind
-// of block the engine plan chose (STYLE: "ultra", "block", "distributed"); UltraRAM cannot be
-// initialized by the bitstream, so nothing here is.
+// A table the load phase fills (docs/engine.md, "Load phase"): an fg_ram (one write port, a
+// registered read, in the kind of block the engine plan chose: "ultra", "block", "distributed")
+// with a second register on its read, like fg_rom's two, so data comes two cycles after its
+// address. UltraRAM cannot be initialized by the bitstream, so nothing here is.
 module fg_table #(
     parameter integer WIDTH = 8,
     parameter integer DEPTH = 1,
-    /* verilator lint_off UNUSEDPARAM */
-    parameter STYLE = "block"  // read by synthesis, through the attribute below
-    /* verilator lint_on UNUSEDPARAM */
+    parameter STYLE = "block"
 ) (
     input  wire             clk,
     input  wire             we,
@@ -19,13 +17,13 @@ module fg_table #(
 );
     localparam integer AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
 
-    (* ram_style = STYLE *) reg [WIDTH-1:0] mem [0:DEPTH-1];
-    reg [WIDTH-1:0] read;
+    wire [WIDTH-1:0] read;
+    fg_ram #(.WIDTH(WIDTH), .DEPTH(DEPTH), .STYLE(STYLE)) u_ram (
+        .clk(clk), .we(we), .waddr(waddr), .wdata(wdata), .re(en), .raddr(addr), .rdata(read)
+    );
     reg read_en;
     always @(posedge clk) begin
-        if (we) mem[waddr] <= wdata;
         read_en <= en;
-        if (en) read <= mem[addr];
         if (read_en) data <= read;
     end
 endmodule
