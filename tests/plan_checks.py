@@ -37,7 +37,7 @@ from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.cost_model import CostModel
 
 # The plan's kinds as synthesis attributes, and the stage parameter that carries each memory's.
-STYLES = {"bram": "block", "lutram": "distributed", "uram": "ultra", "registers": "registers"}
+STYLES = {"bram": "block", "lutram": "distributed", "uram": "ultra", "registers": "registers", "constant": "distributed"}
 STAGE_STYLES = {
     False: {
         "row table": "ROWS_STYLE", "weights": "WEIGHTS_STYLE", "bias": "BIAS_STYLE", "accumulators": "ACC_STYLE",
@@ -235,7 +235,7 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
             (layer,) = stage.layers
             expected = common | {
                 "UNITS": stage.units, "GROUP": stage.groups.size, "N_IN": layer.shape.n_in,
-                "N_OUT": layer.shape.n_out, "BEATS": layer.shape.rom_beats,
+                "N_OUT": layer.shape.n_out, "BIAS_ROWS": stage.memory("bias").depth, "BEATS": layer.shape.rom_beats,
                 "WEIGHT_BITS": stage.encoding.weight_bits, "SUM_BITS": stage.sum_bits,
                 "PE_SCALE": stage.encoding.pe_scale, "DRAIN_SCALE": stage.encoding.drain_scale, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
                 "ROW_DEPTH": stage.memory("unit rows").depth, "ENTRY_DEPTH": stage.memory("PE entries").depth,
@@ -244,6 +244,9 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
             run = run[: run.index("\n}\n")]  # this stage's function only
             bound = re.search(r"BIND_STORAGE variable=cfg::rom type=rom_1p impl=(\w+)", run)
             assert bound[1] == rom_impl[stage.memory("weights").kind], f"stage {stage.index}"
+            # a bias table of one row is constants: partitioned into its values, bound to no storage
+            one_bias = stage.memory("bias").kind == "constant"
+            assert ("BIND_STORAGE variable=cfg::bias" in run) != one_bias, f"stage {stage.index}"
             # one lookup and one issue process per unit, each on its own constant-indexed streams
             for unit in range(stage.units):
                 assert f"fpgagen::issue<cfg>(rows[{unit}], entries[{unit}]);" in run

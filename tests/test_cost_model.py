@@ -24,7 +24,7 @@ from fpgagen.engine.geometry import (
     in_lanes,
 )
 from fpgagen.engine.memory import BRAM as BLOCK_RAM
-from fpgagen.engine.memory import LUTRAM, Memory
+from fpgagen.engine.memory import CONSTANT, LUTRAM, Memory
 from fpgagen.engine.memory import URAM as ULTRA_RAM
 from fpgagen.ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, Activation, Layer, Model, Stage, sparse_weights
 from fpgagen.numerics import parse_precision
@@ -246,7 +246,9 @@ def test_a_dataflow_stage_is_its_memories_and_its_engine():
     assert (memories["weights"].depth, memories["weights"].width) == (3, 2 * (1 + 2 + 8))  # local 0..2: 2 bits
     assert (memories["weights"].count, memories["weights"].ports) == (1, 2)
     assert (memories["row table"].depth, memories["row table"].width, memories["row table"].ports) == (3, 2 + 2, 2)
-    assert (memories["bias"].depth, memories["bias"].width) == (3, 2 * acc)
+    # every bias of the hand-made layers is 0: one row, a constant that synthesis folds away
+    assert (memories["bias"].depth, memories["bias"].width, memories["bias"].kind) == (1, 2 * acc, CONSTANT)
+    assert price(memories["bias"]) == Resources()
     assert (memories["accumulators"].count, memories["accumulators"].depth) == (4, 3)  # two banks a PE
     entries = memories["PE entries"]
     assert (entries.count, entries.depth, entries.width) == (2 * 2, PE_FIFO_DEPTH, 2 + 2 + 8 + 16)
@@ -410,3 +412,19 @@ def test_a_loaded_table_goes_to_ultraram_when_large_and_the_board_has_it():
     assert Memory.loaded("row table", 8192, 19, uram=True).kind == BLOCK_RAM
     assert Memory.loaded("bias", 40, 448, uram=True).kind == LUTRAM
     assert load_board("u280").has_free_uram and not load_board("pynq-z2").has_free_uram
+
+
+def test_a_bias_table_is_one_constant_row_when_every_bias_is_alike():
+    # Layer a's biases differ: a row of P per local address, in a memory. Every Graph Challenge
+    # layer's bias is one value (and the hand-made layers' are 0): one row, which synthesis folds
+    # into the drain's adders, so the cost model charges nothing for it.
+    layers = list(two_layers().layers)
+    varied = Layer("a", "a", sparse_weights(W0), np.arange(5) / 8, Activation(0.0))
+    model = quantize(Model("varied", (varied, layers[1]), "x", "y", (3,)), parse_precision("w8a16"))
+    cost = CostModel(model, BOARD, measured(), relabel=False)
+    bias = {m.role: m for m in cost.dataflow_memories(0, 2, 1)}["bias"]
+    assert (bias.depth, bias.width, bias.kind) == (3, 2 * cost.shape(0, 2).acc_bits, LUTRAM)
+    assert price(bias).lut > 0
+    assert cost.shape(0, 2).bias_rows == 3 and hand_cost().shape(0, 2).bias_rows == 1
+    # one local address: a one-row table whatever its values
+    assert cost.shape(0, 8).bias_rows == 1

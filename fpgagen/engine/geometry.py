@@ -232,6 +232,7 @@ class LayerShape:
     acc_bits: int  # accumulator_bits of the layer: its sums of products, bias and rounding included
     weight_bits: int  # the weights' format: an off-chip slot holds them in any case
     encoding: Encoding  # its slots on chip (a dataflow stage)
+    one_bias: bool = False  # every output has the same bias (every Graph Challenge layer's)
 
     @property
     def sum_bits(self) -> int:
@@ -262,6 +263,13 @@ class LayerShape:
         return LogicShape.sized(self.pes, self.fed_pes, units, self.sum_bits, self.local_bits, self.encoding)
 
     @property
+    def bias_rows(self) -> int:
+        """Rows of a dataflow stage's bias table: one word of P biases per local address, or one
+        word for all when the biases are one value (the drain skips outputs past N_out, so the
+        last address's padding can hold it too)."""
+        return 1 if self.one_bias else self.addresses
+
+    @property
     def rom_beats(self) -> int:
         """Depth of an on-chip weight ROM: a layer without weights keeps one all-invalid beat."""
         return max(1, self.beats)
@@ -285,13 +293,15 @@ def pe_memories(pes: int, units: int, addresses: int, local_bits: int, weight_bi
 
 def dataflow_memories(layer: LayerShape, units: int, input_index_bits: int, output: Output) -> list[Memory]:
     """A dataflow stage of K issue units: its row table and weight ROM (a copy per two units),
-    bias ROM, the units' activation and row FIFOs, the PEs' FIFOs and banks, and its drain."""
+    bias ROM (a constant when it is one word), the units' activation and row FIFOs, the PEs' FIFOs and
+    banks, and its drain."""
     pes, copies, ports = layer.pes, rom_copies(units), rom_ports(units)
     row_bits = layer.start_bits + layer.count_bits
+    bias_bits = pes * layer.acc_bits
     return [
         Memory.sized("row table", layer.n_in, row_bits, copies, ports),
         Memory.sized("weights", layer.rom_beats, pes * layer.slot.width, copies, ports),
-        Memory.sized("bias", layer.addresses, pes * layer.acc_bits),
+        Memory.constant("bias", bias_bits) if layer.bias_rows == 1 else Memory.sized("bias", layer.bias_rows, bias_bits),
         Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + input_index_bits + VALUE_BITS, units),
         Memory.sized("unit rows", ROW_FIFO_DEPTH, 1 + row_bits + VALUE_BITS, units),
         *pe_memories(pes, units, layer.addresses, layer.local_bits, layer.encoding.weight_bits, layer.sum_bits),

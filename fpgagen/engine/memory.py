@@ -5,15 +5,17 @@ most `LUTRAM_MAX_BITS` bits goes to distributed RAM (LUTRAM), a larger one to bl
 synthesis maps them (calibrated against Yosys, docs/cost-model.md). A few tiny FIFOs are plain
 registers. A memory the load phase fills (docs/engine.md, "Load phase") may be UltraRAM, which
 the bitstream cannot initialize: when the board has it and the memory is at least one UltraRAM's
-worth of bits. The cost model prices memories by kind; the HLS back end binds them to it.
+worth of bits. A read-only table of one word (a dataflow layer's biases when they are all one
+value) is a constant: synthesis folds it into the logic that reads it and keeps no memory. The cost
+model prices memories by kind; the HLS back end binds them to it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-LUTRAM, BRAM, URAM, REGISTERS = "lutram", "bram", "uram", "registers"
-KINDS = (LUTRAM, BRAM, URAM, REGISTERS)
+LUTRAM, BRAM, URAM, REGISTERS, CONSTANT = "lutram", "bram", "uram", "registers", "constant"
+KINDS = (LUTRAM, BRAM, URAM, REGISTERS, CONSTANT)
 
 LUTRAM_MAX_DEPTH = 64  # RAM64M8: the deepest distributed RAM primitive without cascading
 LUTRAM_MAX_BITS = 2048  # below one RAMB18 (18 Kb) by far: block RAM would waste the block
@@ -44,6 +46,11 @@ class Memory:
     def sized(cls, role: str, depth: int, width: int, count: int = 1, ports: int = 1) -> Memory:
         """A memory whose kind follows from its size (`memory_kind`)."""
         return cls(role, depth, width, memory_kind(depth, width), count, ports)
+
+    @classmethod
+    def constant(cls, role: str, width: int) -> Memory:
+        """A read-only table of one word: constants, no memory after synthesis."""
+        return cls(role, 1, width, CONSTANT)
 
     @classmethod
     def loaded(cls, role: str, depth: int, width: int, uram: bool) -> Memory:

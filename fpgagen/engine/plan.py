@@ -61,6 +61,7 @@ def layer_shape(
         acc_bits=accumulator_bits(numerics.acc_bits),
         weight_bits=numerics.weight_format.bits,
         encoding=encoding_of(numerics) if encoding is None else encoding,
+        one_bias=bool(np.all(numerics.bias_q == numerics.bias_q[0])),
     )
 
 
@@ -188,7 +189,11 @@ class StagePlan:
 
     @property
     def bias_rows(self) -> int:
-        return sum(plan.shape.addresses for plan in self.layers)
+        """Rows of the bias table: a sequential stage stacks its layers' local addresses; a dataflow
+        stage keeps one row when its biases are all one value."""
+        if self.sequential:
+            return sum(plan.shape.addresses for plan in self.layers)
+        return self.layers[0].shape.bias_rows
 
     def memory(self, role: str) -> Memory:
         """The stage's memory that holds `role` (fpgagen.engine.geometry names them)."""
@@ -207,12 +212,12 @@ class StagePlan:
     @property
     def bias(self) -> np.ndarray:
         """(bias_rows, P): the stacked bias tables of the layers."""
-        return np.concatenate([plan.bias for plan in self.layers])
+        return np.concatenate([plan.bias for plan in self.layers])[: self.bias_rows]
 
     @property
     def rounded_bias(self) -> np.ndarray:
         """(bias_rows, P): the stacked bias tables with each layer's rounding term."""
-        return np.concatenate([plan.rounded_bias for plan in self.layers])
+        return np.concatenate([plan.rounded_bias for plan in self.layers])[: self.bias_rows]
 
     @property
     def max_burst(self) -> int:

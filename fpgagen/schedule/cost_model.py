@@ -37,7 +37,7 @@ from ..engine.geometry import (
     sum_bits,
 )
 from ..engine.memory import BRAM as BLOCK_RAM
-from ..engine.memory import LUTRAM, REGISTERS, URAM_DEPTH, URAM_WIDTH, Memory
+from ..engine.memory import CONSTANT, LUTRAM, REGISTERS, URAM_DEPTH, URAM_WIDTH, Memory
 from ..engine.memory import URAM as ULTRA_RAM
 from ..engine.plan import layer_shape, reader_channel, stage_output
 from ..errors import FpgagenError
@@ -156,8 +156,8 @@ def bram18_halves(depth: int, width: int, ports: int = 1) -> int:
 def price(memory: Memory) -> Resources:
     """What `memory.count` alike memories cost, by kind; two that each fit a RAMB18 share a BRAM36.
     A distributed memory read through two ports is two copies; a block RAM has the ports."""
-    if memory.depth <= 0 or memory.width <= 0:
-        return Resources()
+    if memory.depth <= 0 or memory.width <= 0 or memory.kind == CONSTANT:
+        return Resources()  # a constant is folded into the logic that reads it
     if memory.kind == REGISTERS:
         return Resources(ff=memory.bits)
     if memory.kind == LUTRAM:

@@ -478,6 +478,14 @@ void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
     }
 }
 
+// The bias of output a * P + p of a dataflow layer: its table's row a, or its one row when every
+// output's bias is one value (a constant, no ROM).
+template <class Cfg>
+inline typename Cfg::bias_t bias_of(int a, int p) {
+#pragma HLS INLINE
+    return Cfg::bias[Cfg::BIAS_ROWS == 1 ? 0 : a][p];
+}
+
 // The drain (fg_stage.v): one local address of every PE a cycle, bias and requantization, the
 // outputs that exist (all but past N_OUT at the last address) into the groups' words, then an end
 // word per group.
@@ -500,7 +508,7 @@ void drain_words(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES],
             for (int p = 0; p < P; ++p) {
 #pragma HLS UNROLL
                 exists[p] = a * P + p < Cfg::N_OUT;
-                y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(acc[p][a]), Cfg::bias[a][p], Cfg::SHIFT, Cfg::LO, Cfg::HI);
+                y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(acc[p][a]), bias_of<Cfg>(a, p), Cfg::SHIFT, Cfg::LO, Cfg::HI);
             }
             for (int c = 0; c < Cfg::UNITS; ++c) {
 #pragma HLS UNROLL
@@ -537,7 +545,7 @@ void drain_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], hls::s
 #pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
         for (int p = 0; p < P; ++p) {
 #pragma HLS UNROLL
-            y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(acc[p][a]), Cfg::bias[a][p], Cfg::SHIFT, Cfg::LO, Cfg::HI);
+            y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(acc[p][a]), bias_of<Cfg>(a, p), Cfg::SHIFT, Cfg::LO, Cfg::HI);
             exists[p] = a * P + p < Cfg::N_OUT;
         }
         out.write(dense_beat<Beat, P>(y, exists, a == Cfg::ADDRESSES - 1));

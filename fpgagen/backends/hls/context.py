@@ -17,13 +17,14 @@ import numpy as np
 from ...engine import EnginePlan, LayerPlan, StagePlan
 from ...engine.geometry import MAX_BURSTS, OFFCHIP_SLOT, VALUE_BITS, Channel, Groups
 from ...engine.interface import WeightPort
-from ...engine.memory import BRAM, LUTRAM, REGISTERS, URAM, Memory
+from ...engine.memory import BRAM, CONSTANT, LUTRAM, REGISTERS, URAM, Memory
 from ...errors import FpgagenError
 from .carrays import signed_type, unsigned_type
 
-# BIND_STORAGE implementations of the plan's memory kinds: for tables, and for FIFOs (a FIFO of
-# registers is a shift register).
-TABLE_STORAGE = {BRAM: "bram", LUTRAM: "lutram", URAM: "uram", REGISTERS: "lutram"}
+# BIND_STORAGE implementations of the plan's memory kinds: for tables (a constant table of one row
+# is partitioned into its values, no storage), and for FIFOs (a FIFO of registers is a shift
+# register).
+TABLE_STORAGE = {BRAM: "bram", LUTRAM: "lutram", URAM: "uram", REGISTERS: "lutram", CONSTANT: ""}
 FIFO_STORAGE = {BRAM: "bram", LUTRAM: "lutram", REGISTERS: "srl"}
 
 
@@ -122,6 +123,11 @@ class DataflowStage:
     rom: np.ndarray  # (beats, P) packed slots
 
     sequential = False
+
+    @property
+    def bias_rows(self) -> int:
+        """One row per local address, or one for all when the biases are one value."""
+        return int(self.tables.bias.shape[0])
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,13 @@ from ...engine.geometry import (
     Groups,
     log2,
 )
-from ...engine.memory import BRAM, LUTRAM, REGISTERS, URAM, Memory
+from ...engine.memory import BRAM, CONSTANT, LUTRAM, REGISTERS, URAM, Memory
 from ...templating import environment, template_bytes
 from ..memfile import hex_lines, pack_fields
 
-# The synthesis attribute (ram_style, rom_style) that puts a memory in the kind the plan chose.
-STYLES = {BRAM: "block", LUTRAM: "distributed", URAM: "ultra", REGISTERS: "registers"}
+# The synthesis attribute (ram_style, rom_style) that puts a memory in the kind the plan chose (a
+# constant, a ROM of one word, becomes the logic that reads it whatever its attribute).
+STYLES = {BRAM: "block", LUTRAM: "distributed", URAM: "ultra", REGISTERS: "registers", CONSTANT: "distributed"}
 
 LIBRARY = (
     "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_table.v", "fg_resize.v", "fg_all.v", "fg_serializer.v", "fg_merger.v",
@@ -179,7 +180,8 @@ def _dataflow_stage(stage: StagePlan, memories: Path) -> dict:
         ("N_IN", layer.shape.n_in), ("N_OUT", layer.shape.n_out), ("ADDRESSES", stage.addresses),
         ("LOCAL_W", stage.local_bits), ("BEATS", layer.shape.rom_beats),
         ("START_W", stage.start_bits), ("CNT_W", stage.count_bits), *_encoding_parameters(stage),
-        ("ACC_W", stage.acc_bits), ("SUM_W", stage.sum_bits), ("SHIFT", layer.shift), ("LO", layer.lo), ("HI", layer.hi),
+        ("ACC_W", stage.acc_bits), ("SUM_W", stage.sum_bits), ("BIAS_ROWS", stage.bias_rows),
+        ("SHIFT", layer.shift), ("LO", layer.lo), ("HI", layer.hi),
         ("DENSE", int(stage.last)), ("ROW_FIFO_DEPTH", ROW_FIFO_DEPTH), *_fifo_parameters(stage),
         ("ROWS_FILE", f'"{files["rows"]}"'), ("WEIGHTS_FILE", f'"{files["weights"]}"'),
         ("BIAS_FILE", f'"{files["bias"]}"'),

@@ -206,25 +206,44 @@ module fg_pe #(
         end
     end
 
+    // A bank is written with the MAC's sums, or cleared: after reset, and a cycle after the drain
+    // has read an address. A clear's zero comes from the bank's own copy of the sum register, whose
+    // synchronous reset makes it (a flip-flop's reset pin instead of a multiplexer in front of the
+    // RAM's data: 2 x SUM_W LUTs fewer, 2 x SUM_W flip-flops more, and LUTs are what a large design
+    // runs out of). The MAC never writes the bank being cleared: the drain and the MAC never use
+    // the same bank at once.
+    reg wipe0, wipe1;                   // clear `wipe_addr` of bank b
+    reg [LOCAL_W-1:0] wipe_addr;
+    reg [SUM_W-1:0] sum0, sum1;         // e4_sum, or zero for a clear of bank b
+    wire drain0 = drain_read && !drain_bank;
+    wire drain1 = drain_read && drain_bank;
+    always @(posedge clk) begin
+        wipe0 <= !ready || drain0;
+        wipe1 <= !ready || drain1;
+        wipe_addr <= !ready ? clear_addr : drain_addr;
+        if (!ready || drain0) sum0 <= {SUM_W{1'b0}};
+        else sum0 <= base + product;
+        if (!ready || drain1) sum1 <= {SUM_W{1'b0}};
+        else sum1 <= base + product;
+    end
+
     wire [SUM_W-1:0] read0, read1;
     reg [SUM_W-1:0] read0_r, read1_r;   // the output registers
     reg e2_from1, e3_from1;             // the bank the MAC's read came from, at E2 and E3
-    wire drain0 = drain_read && !drain_bank;
-    wire drain1 = drain_read && drain_bank;
     fg_ram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank0 (
         .clk(clk),
-        .we(!ready || drain0 || (e4_valid && !e4_end && !e4_bank)),
-        .waddr(!ready ? clear_addr : drain0 ? drain_addr : e4_local),
-        .wdata((!ready || drain0) ? {SUM_W{1'b0}} : e4_sum),
+        .we(wipe0 || (e4_valid && !e4_end && !e4_bank)),
+        .waddr(wipe0 ? wipe_addr : e4_local),
+        .wdata(sum0),
         .re(1'b1),
         .raddr(drain0 ? drain_addr : e1_local),
         .rdata(read0)
     );
     fg_ram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank1 (
         .clk(clk),
-        .we(!ready || drain1 || (e4_valid && !e4_end && e4_bank)),
-        .waddr(!ready ? clear_addr : drain1 ? drain_addr : e4_local),
-        .wdata((!ready || drain1) ? {SUM_W{1'b0}} : e4_sum),
+        .we(wipe1 || (e4_valid && !e4_end && e4_bank)),
+        .waddr(wipe1 ? wipe_addr : e4_local),
+        .wdata(sum1),
         .re(1'b1),
         .raddr(drain1 ? drain_addr : e1_local),
         .rdata(read1)

@@ -26,6 +26,7 @@ module fg_stage #(
     parameter integer W_BITS = 8,       // 0: positions only (the PEs' SCALE and SCALE_SHIFT)
     parameter integer ACC_W = 32,
     parameter integer SUM_W = ACC_W,
+    parameter integer BIAS_ROWS = 1,    // ADDRESSES, or 1 when every output's bias is one value (a constant)
     parameter integer SCALE = 1,
     parameter integer SCALE_SHIFT = 0,
     parameter integer SHIFT = 0,
@@ -223,8 +224,11 @@ module fg_stage #(
     wire y_last = flight_last[DRAIN_LATENCY-1];
     wire [LOCAL_W-1:0] y_addr = flight_addr[(DRAIN_LATENCY-1)*LOCAL_W +: LOCAL_W];
 
-    fg_rom #(.WIDTH(P * ACC_W), .DEPTH(ADDRESSES), .PORTS(1), .STYLE(BIAS_STYLE), .INIT(BIAS_FILE)) u_bias (
-        .clk(clk), .en(drain_read), .addr(drain_addr), .data(bias_row)
+    // A bias table of one row is a constant: synthesis keeps no ROM.
+    localparam integer BIAS_AW = (BIAS_ROWS > 1) ? LOCAL_W : 1;
+    wire [BIAS_AW-1:0] bias_addr = (BIAS_ROWS > 1) ? drain_addr[BIAS_AW-1:0] : {BIAS_AW{1'b0}};
+    fg_rom #(.WIDTH(P * ACC_W), .DEPTH(BIAS_ROWS), .PORTS(1), .STYLE(BIAS_STYLE), .INIT(BIAS_FILE)) u_bias (
+        .clk(clk), .en(drain_read), .addr(bias_addr), .data(bias_row)
     );
 
     always @(posedge clk) begin
