@@ -298,10 +298,14 @@ def dataflow_memories(layer: LayerShape, units: int, input_index_bits: int, outp
     pes, copies, ports = layer.pes, rom_copies(units), rom_ports(units)
     row_bits = layer.start_bits + layer.count_bits
     bias_bits = pes * layer.acc_bits
+    if layer.bias_rows == 1:
+        bias = Memory.constant("bias", bias_bits)
+    else:
+        bias = Memory.sized("bias", layer.bias_rows, bias_bits)
     return [
         Memory.sized("row table", layer.n_in, row_bits, copies, ports),
         Memory.sized("weights", layer.rom_beats, pes * layer.slot.width, copies, ports),
-        Memory.constant("bias", bias_bits) if layer.bias_rows == 1 else Memory.sized("bias", layer.bias_rows, bias_bits),
+        bias,
         Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + input_index_bits + VALUE_BITS, units),
         Memory.sized("unit rows", ROW_FIFO_DEPTH, 1 + row_bits + VALUE_BITS, units),
         *pe_memories(pes, units, layer.addresses, layer.local_bits, layer.encoding.weight_bits, layer.sum_bits),
