@@ -24,6 +24,12 @@ and for a sequential layer also
 the larger of the two being the bound: a padded slot (a PE without a nonzero in a beat) costs
 bandwidth that no useful MAC needs, so it counts against the design.
 Efficiency = bound / the busy cycles per vector the RTL's counters measured (perf_busy).
+A sequential layer's channel use (issue 11, done-when 3: the share of its channel's bandwidth the
+stage sustains) = the bytes it read per vector / the port's bytes per cycle / its busy cycles,
+where the bytes read are the beats of every nonzero input's row (padding included: the channel
+carries it) times P slots of 4 bytes. The testbench's memory counts the beats it served; they must
+equal those rows' beats on all vectors plus the load phase's tables (the manifest's table_beats)
+once, or the bench stops. Efficiency is the stricter figure: useful bytes only.
 Model error = (estimate - measured) / measured, for the busy cycles and for the drain cycles.
 Interval: the design's modelled interval against the measured steady-state cycles per vector,
 (total cycles - cycles to the first output) / (vectors - 1).
@@ -49,6 +55,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from fpgagen.cli import app
 from fpgagen.design import model_from_manifest
+from fpgagen.engine.layout import beats_per_row
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.golden import GoldenModel
@@ -60,6 +67,7 @@ HERE = Path(__file__).parent
 SLOT_BYTES = 4  # an off-chip weight slot: the weight and its output's local address (docs/engine.md)
 MLP_WIDTH, MLP_LAYERS, MLP_DENSITY = 1024, 4, 0.10
 ERROR_TARGET = 0.05
+CHANNEL_TARGET = 0.60  # issue 11: a sequential stage sustains 60% of its channel's bandwidth
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,13 @@ class LayerFigures:
     busy_estimate: float
     drain: float
     drain_estimate: float
+    read_bytes: float  # per vector, off chip: the beats of the nonzero inputs' rows (0 for dataflow)
+    bytes_per_cycle: float  # the port's (0 for dataflow)
+
+    @property
+    def channel_use(self) -> float:
+        """The share of its channel's bandwidth the layer kept busy (0 for dataflow)."""
+        return self.read_bytes / self.bytes_per_cycle / self.busy if self.bytes_per_cycle else 0.0
 
     @property
     def bound(self) -> float:
@@ -116,6 +131,7 @@ class LayerFigures:
         return asdict(self) | {
             "bound": self.bound,
             "efficiency": self.efficiency,
+            "channel_use": self.channel_use,
             "busy_error": self.busy_error,
             "drain_error": self.drain_error,
         }
@@ -171,16 +187,22 @@ def measure(outdir: Path) -> tuple[list[LayerFigures], dict]:
     ports = {port["port"]: port for port in manifest["rtl"]["ports"]}
     sequential = [stage for stage in manifest["schedule"]["stages"] if stage["mode"] == "sequential"]
     counters = {entry["layer"]: entry for entry in results["layers"]}
+    served = {port: results["memory_beats"][port] - ports[port]["table_beats"] for port in ports}
     figures = []
     for layer, x, entry in zip(model.layers, inputs, manifest["layers"]):
         nonzero_rows = (layer.numerics.weights_q != 0).astype(np.int64).sum(axis=1)
-        useful = float(((x != 0).astype(np.int64) @ nonzero_rows).sum()) / vectors.batch
+        active = (x != 0).astype(np.int64)
+        useful = float((active @ nonzero_rows).sum()) / vectors.batch
         pes = entry["pes"]
-        memory_bound = 0.0
+        memory_bound = read_bytes = bytes_per_cycle = 0.0
         if entry["mode"] == "sequential":
             stage = manifest["schedule"]["stages"][entry["stage"]]
             port = ports[sequential.index(stage)]
-            memory_bound = useful * SLOT_BYTES / port["bytes_per_cycle"]
+            bytes_per_cycle = port["bytes_per_cycle"]
+            memory_bound = useful * SLOT_BYTES / bytes_per_cycle
+            beats = int((active @ beats_per_row(layer.numerics.weights_q, pes)).sum())
+            served[port["port"]] -= beats
+            read_bytes = beats * pes * SLOT_BYTES / vectors.batch
         estimate = entry["estimate"]["cycles"]
         counted = counters[layer.name]
         figures.append(
@@ -196,8 +218,12 @@ def measure(outdir: Path) -> tuple[list[LayerFigures], dict]:
                 busy_estimate=float(estimate["compute"]),
                 drain=counted["drain_per_vector"],
                 drain_estimate=float(estimate["drain"]),
+                read_bytes=read_bytes,
+                bytes_per_cycle=bytes_per_cycle,
             )
         )
+    if any(served.values()):
+        sys.exit(f"{outdir}: the memory served beats the rows and tables do not account for: {served}")
     return figures, results
 
 
@@ -236,15 +262,18 @@ def run(config: Config, work: Path, images: int) -> dict:
 def print_run(report: dict) -> list[str]:
     print(f"\n{report['name']} ({report['note']}; {report['vectors']} vectors, {report['seconds']:.0f} s)")
     print(f"{'layer':6} {'mode':10} {'P':>3} {'K':>2} {'useful':>8} {'bound':>8} {'busy':>8} {'eff':>6} "
-          f"{'model':>8} {'error':>7} {'drain':>6} {'model':>6} {'error':>7}")  # fmt: skip
+          f"{'model':>8} {'error':>7} {'drain':>6} {'model':>6} {'error':>7} {'channel':>7}")  # fmt: skip
     failures = []
     for layer in report["layers"]:
         print(
             f"{layer['name']:6} {layer['mode']:10} {layer['pes']:3d} {layer['units']:2d} {layer['useful_macs']:8.0f} "
             f"{layer['bound']:8.1f} {layer['busy']:8.1f} {layer['efficiency']:6.3f} {layer['busy_estimate']:8.1f} "
             f"{layer['busy_error']:+7.1%} {layer['drain']:6.1f} {layer['drain_estimate']:6.1f} {layer['drain_error']:+7.1%}"
+            + (f" {layer['channel_use']:7.3f}" if layer["mode"] == "sequential" else "")
         )
         where = f"{report['name']} {layer['name']}"
+        if layer["mode"] == "sequential" and layer["channel_use"] < CHANNEL_TARGET:
+            failures.append(f"{where}: channel use {layer['channel_use']:.3f} < {CHANNEL_TARGET}")
         if layer["efficiency"] < report["efficiency_target"]:
             failures.append(f"{where}: efficiency {layer['efficiency']:.3f} < {report['efficiency_target']}")
         if abs(layer["busy_error"]) > ERROR_TARGET:

@@ -66,6 +66,7 @@ class DelayedRead(AxiRamRead):
 
     def __init__(self, bus: AxiBus, clock, reset, mem, latency: int):
         self.latency = latency
+        self.beats_served = 0  # what the channel moved: the load phase's tables and the rows' beats
         self._taker = None
         super().__init__(bus.read, clock, reset, reset_active_level=False, mem=mem)
 
@@ -98,6 +99,7 @@ class DelayedRead(AxiRamRead):
                 r.rresp = AxiResp.OKAY
                 r.rdata = int.from_bytes(self.read(address + beat * self.byte_lanes, self.byte_lanes), "little")
                 await self.r_channel.send(r)
+                self.beats_served += 1
 
 
 def _throttle(bytes_per_cycle: float, beat_bytes: int):
@@ -308,6 +310,7 @@ async def run_vectors(dut):
         "first_output_cycles": first_output_cycles,
         "first_mismatch": mismatch,
         "memory_latency": [ram.latency for _, _, ram in harness.rams],
+        "memory_beats": [ram.beats_served for _, _, ram in harness.rams],
         "layers": [
             dict(
                 entry,

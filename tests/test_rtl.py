@@ -18,6 +18,7 @@ from fpgagen.examples.graphchallenge import draw_images
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.manifest import read_manifest
 from fpgagen.schedule.boards import load_board
+from fpgagen.vectors import read_vectors
 
 SIMULATORS = ["icarus", "verilator"]
 GC_SCHEDULES = ["auto", "dataflow", "sequential"]
@@ -201,6 +202,14 @@ def test_the_offchip_memory_answers_late_and_every_pass_waits_for_it(tmp_path, r
     # about the latency once a pass (a few cycles of a pass's start overlap it), not once a read:
     # the reader keeps many bursts in flight
     assert 0.9 * passes * 400 <= cycles[400] - cycles[0] <= 1.2 * passes * 400
+    # The channel carried the load phase's tables once and the beats of every nonzero input's row,
+    # nothing more (bench/bench_rtl.py's channel use rests on this).
+    plan = check_design_follows_plan(outdir, mlp_model("sequential_only"))
+    layouts = [layer.layout for stage in plan.stages for layer in stage.layers]
+    inputs = read_vectors(outdir / "vectors").layer_inputs()
+    rows = sum(int(((x != 0).astype(np.int64) @ layout.row_beats).sum()) for layout, x in zip(layouts, inputs))
+    (port,) = read_manifest(outdir)["rtl"]["ports"]
+    assert results["memory_beats"] == [port["table_beats"] + rows]
 
 
 @pytest.mark.parametrize("simulator", SIMULATORS)
