@@ -72,11 +72,11 @@ L_READER = 4
 # serializer); per stage (control, drain registers, counters; the input reader counts as one).
 # Non-negative least-squares fits, relative to each design's total, to Yosys synth_xilinx over the
 # eleven designs of bench/bench_resources.py ("logic_fit" in bench/results/resources.json), rounded.
-PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 6.40, 8.42
-PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 0.49, 5.71
-FED_PE_LUT_PER_SLOT_BIT, FED_PE_FF_PER_SLOT_BIT = 9.39, 15.60
-UNIT_LUT, UNIT_FF = 521, 619
-STAGE_LUT, STAGE_FF = 0, 159  # the fit puts a stage's LUTs into its units
+PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 4.19, 11.17
+PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 1.21, 5.10
+FED_PE_LUT_PER_SLOT_BIT, FED_PE_FF_PER_SLOT_BIT = 11.07, 16.53
+UNIT_LUT, UNIT_FF = 507, 647
+STAGE_LUT, STAGE_FF = 0, 129  # the fit puts a stage's LUTs into its units
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, UNIT_LUT, STAGE_LUT)
 FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, UNIT_FF, STAGE_FF)
