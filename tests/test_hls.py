@@ -7,6 +7,7 @@ whole design; `run_csim` and `fpgagen csim` read its verdict.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -61,7 +62,9 @@ def test_pruned_mlp_csim_is_bit_exact(case, tmp_path):
 def test_issue_units_csim_is_bit_exact(units, tmp_path):
     """Dataflow stages of K issue units (K sub-channels out: the next stage merges K of them), into
     a sequential stage (which merges them into its one unit) and out of it into K units again."""
-    model = pruned_mlp(f"units{units}", [45, 60, 33, 40, 28, 9], [RELU, CLIP, RELU, FLOOR, NONE], seed=units, density=0.35)
+    model = pruned_mlp(
+        f"units{units}", [45, 60, 33, 40, 28, 9], [RELU, CLIP, RELU, FLOOR, NONE], seed=units, density=0.35
+    )
     stages = (df(0, 8, units), df(1, 4, units), seq((2, 3), 4), df(4, 8, units))
     design = scheduled(model, "w8a16", stages, 4, np.random.default_rng(2).uniform(-1, 1, (16, 45)))
     outdir = compile_design(design, tmp_path / "design", default_inputs(design, 12, seed=5))
@@ -150,7 +153,9 @@ def test_a_broken_channel_protocol_is_reported(mixed_design):
     engine.write_text(text.replace(closing, ""))
     result = run_csim(mixed_design, mixed_design / "vectors")
     assert not result.passed and result.mismatch is None
-    assert re.search(r"layer=fc0 vector=0 sub-channel=0: item index=\d+ value=-?\d+ breaks the channel protocol", result.error)
+    assert re.search(
+        r"layer=fc0 vector=0 sub-channel=0: item index=\d+ value=-?\d+ breaks the channel protocol", result.error
+    )
 
 
 def test_a_project_that_does_not_build_is_a_failed_check(mixed_design, run_cli):
@@ -353,8 +358,13 @@ def test_csim_with_vendor_headers_is_bit_exact(tmp_path, monkeypatch):
     monkeypatch.setenv("XILINX_HLS", str(tmp_path / "xilinx_hls"))
 
     model = pruned_mlp("vendor", [21, 34, 9], [RELU, NONE], seed=3, density=0.5)
+    # the dataflow layer's biases are one value: its bias table is one row of constants
+    model = dataclasses.replace(
+        model, layers=(dataclasses.replace(model.layers[0], bias=np.full(34, 0.25)), model.layers[1])
+    )
     design = scheduled(model, "w16a16", (df(0, 4), seq((1,), 2)), 4, np.ones((1, 21)))
     outdir = compile_design(design, tmp_path / "vendor", default_inputs(design, 8, seed=4))
+    assert check_design_follows_plan(outdir, design).stages[0].memory("bias").kind == "constant"
     shutil.rmtree(outdir / "hls" / "shim")  # only the vendor's headers can make this build
     assert_bit_exact(outdir)
 
