@@ -1,10 +1,14 @@
-"""Which folder a design may be written into (docs in README.md, "Output folders").
+"""Which folder a design may be written into, and which file a model (docs in README.md, "Output
+folders").
 
 `fpgagen compile` writes only into a folder that is missing, empty, or an earlier fpgagen design
 (recognized by its manifest, and holding nothing fpgagen did not write). It never writes into the
 folder that holds the model or the calibration inputs. Without `-o` the folder is
 `hls_out/<model file name>`; if that one holds another model's design (or anything else), the next
 free `hls_out/<name>-2`, `-3`, ... is used instead, so two models never overwrite each other.
+
+`fpgagen prune`, `share` and `import-tsv` write a model file only where none is, or over an earlier
+model fpgagen wrote (an ONNX file whose producer is fpgagen), and never over the model they read.
 """
 
 from __future__ import annotations
@@ -12,6 +16,10 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+
+# An ONNX file fpgagen wrote begins with ModelProto's ir_version (field 1, a one-byte varint) and
+# then its producer_name (field 2): protobuf writes fields in their numbers' order.
+_FPGAGEN_ONNX = re.compile(rb"\x08[\x00-\x7f]\x12\x07fpgagen")
 
 from .atomic import absolute, interrupted_replacement, is_temporary, leftovers
 from .errors import FpgagenError
@@ -68,6 +76,28 @@ def check_output_folder(folder: Path, inputs: list[Path]) -> Path:
             "empty folder or an earlier fpgagen design: choose another -o"
         )
     return target
+
+
+def check_output_model(path: Path, inputs: list[Path]) -> Path:
+    """`path` if a model file may be written there, else FpgagenError: it must not be one of
+    `inputs` (the files the command reads), and an existing file must be a model fpgagen wrote."""
+    target = absolute(path)
+    if target.is_dir():
+        raise FpgagenError(f"{path}: is a folder; -o names the model file to write")
+    for source in inputs:
+        if target.exists() and absolute(source).exists() and target.resolve() == absolute(source).resolve():
+            raise FpgagenError(f"{path}: is the model this command reads; choose another -o")
+    if target.exists() and not _written_by_fpgagen(target):
+        raise FpgagenError(
+            f"{path}: exists and fpgagen did not write it; fpgagen never overwrites a file it did not write: "
+            "choose another -o"
+        )
+    return target
+
+
+def _written_by_fpgagen(path: Path) -> bool:
+    with path.open("rb") as file:
+        return _FPGAGEN_ONNX.match(file.read(16)) is not None
 
 
 def _foreign_entries(folder: Path) -> list[str]:

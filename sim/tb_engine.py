@@ -66,7 +66,7 @@ class DelayedRead(AxiRamRead):
 
     def __init__(self, bus: AxiBus, clock, reset, mem, latency: int):
         self.latency = latency
-        self.beats_served = 0  # what the channel moved: the load phase's tables and the rows' beats
+        self.beats_served = 0  # what the channel moved in a batch: the load phase's tables and the rows' beats
         self._taker = None
         super().__init__(bus.read, clock, reset, reset_active_level=False, mem=mem)
 
@@ -256,6 +256,8 @@ async def _interrupted_run(harness: Harness, vectors, outputs: int, limit_ns: in
 
 async def _run_batch(harness: Harness, vectors, limit: int) -> tuple[list[np.ndarray], int, int]:
     """One batch: its outputs, the cycles to the first and to the end."""
+    for _, _, ram in harness.rams:
+        ram.beats_served = 0  # this batch's reads only, like the cycle counts
     await _start_batch(harness, vectors)
     clock_start = cocotb.utils.get_sim_time("ns")
     outputs, first_out = [], None

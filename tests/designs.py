@@ -38,17 +38,21 @@ def pruned_mlp(
     activations: list[Activation],
     seed: int,
     density: float = 0.3,
-    shared: tuple[float | None, ...] = (),
+    shared: tuple[float | tuple[float, ...] | None, ...] = (),
 ) -> Model:
     """A random pruned MLP; every layer has an input none of whose weights survive (an all-zero
     row) and an output with no weights (an all-zero column), whose value is then its activated bias.
-    Layer i's nonzeros all equal `shared[i]` where that is given (a positions-only layer)."""
+    Layer i's nonzeros all equal `shared[i]` where that is a number (a positions-only layer), or are
+    drawn from it where it is a tuple (a codebook layer)."""
     rng = np.random.default_rng(seed)
     layers = []
     for index, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
         values = rng.standard_normal((n_in, n_out))
-        if index < len(shared) and shared[index] is not None:
-            values = np.full((n_in, n_out), shared[index])
+        chosen = shared[index] if index < len(shared) else None
+        if isinstance(chosen, tuple):
+            values = rng.choice(chosen, (n_in, n_out))
+        elif chosen is not None:
+            values = np.full((n_in, n_out), chosen)
         weights = values * (rng.random((n_in, n_out)) < density)
         weights[rng.integers(n_in), :] = 0.0
         empty_output = rng.integers(n_out)
@@ -76,8 +80,16 @@ def compile_design(model: Model, outdir: Path, inputs: np.ndarray) -> Path:
 # -- pruned MLPs: shapes, schedules, precisions, lane counts ---------------------------------------
 
 MLPS = {
-    # dataflow only, P = 1, 2, 64 (a 1024-bit output stream) with 1, 2 and 2 issue units, 4 input lanes
-    "dataflow_only": ([37, 50, 23, 11], [RELU, CLIP, NONE], "w8a16", (df(0, 1), df(1, 2, 2), df(2, 64, 2)), 4),
+    # dataflow only, P = 1, 2, 64 (a 1024-bit output stream) with 1, 2 and 2 issue units, 4 input
+    # lanes; the middle layer's weights share five values: a 3-bit index into a codebook
+    "dataflow_only": (
+        [37, 50, 23, 11],
+        [RELU, CLIP, NONE],
+        "w8a16",
+        (df(0, 1), df(1, 2, 2), df(2, 64, 2)),
+        4,
+        (None, (-0.5, -0.25, 0.125, 0.375, 0.75)),
+    ),
     # sequential only, one stage of P = 16 on a 256-bit AXI port, K = 16
     "sequential_only": ([100, 64, 30], [RELU, NONE], "w16a16", (seq((0, 1), 16),), 16),
     # a sequential stage in the middle, the last stage dataflow, K = 1
@@ -92,8 +104,16 @@ MLPS = {
     "sequential_end": ([64, 200, 10, 3], [FLOOR, RELU, NONE], "w16a16", (df(0, 16, 4), df(1, 4, 2), seq((2,), 1)), 4),
     # a sequential stage first, then dataflow with P = 8
     "sequential_first": ([257, 33, 65, 17], [RELU, FLOOR, NONE], "w8a16", (seq((0, 1), 2), df(2, 8, 2)), 16),
-    # 4-bit weights and 8-bit activations: accumulators narrower than a product, in both modes
-    "narrow_w4a8": ([48, 70, 20, 6], [RELU, CLIP, NONE], "w4a8", (df(0, 8), seq((1,), 4), df(2, 2)), 16),
+    # 4-bit weights and 8-bit activations: accumulators narrower than a product, in both modes; the
+    # first layer's weights share three values (a 2-bit codebook index)
+    "narrow_w4a8": (
+        [48, 70, 20, 6],
+        [RELU, CLIP, NONE],
+        "w4a8",
+        (df(0, 8), seq((1,), 4), df(2, 2)),
+        16,
+        ((-0.5, 0.25, 0.75),),
+    ),
     # every nonzero of a layer alike: positions only, the drain multiplying by 3 * 2^k, subtracting
     # 2^k times the sum; a sequential stage keeps the weights (they come from its off-chip image)
     "positions_only": (

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from fpgagen.engine.encoding import Encoding
+from fpgagen.engine.encoding import Encoding, encoding_of
 from fpgagen.engine.geometry import (
     ACTIVATION_DEPTH,
     CHANNEL_DEPTH,
@@ -65,7 +65,9 @@ X0 = np.array([[1, 0, 1], [1, 1, 0]], dtype=bool)
 X1 = np.array([[1, 0, 0, 1, 1], [0, 0, 0, 0, 0]], dtype=bool)
 
 # 64 B/cycle; no shell: the budget is the device
-BOARD = replace(load_board("u280"), name="test", clock_mhz=200.0, channel_gbps=12.8, dsp=10, shell_bram36=0, shell_lut=0)
+BOARD = replace(
+    load_board("u280"), name="test", clock_mhz=200.0, channel_gbps=12.8, dsp=10, shell_bram36=0, shell_lut=0
+)
 
 
 def two_layers() -> Model:
@@ -242,8 +244,11 @@ def test_a_dataflow_stage_is_its_memories_and_its_engine():
     cost = hand_cost()
     acc = cost.model.layers[0].numerics.acc_bits
     memories = {m.role: m for m in cost.dataflow_memories(0, 2, 2)}
-    # two units read one copy of the row table and weights through its two ports
-    assert (memories["weights"].depth, memories["weights"].width) == (3, 2 * (1 + 2 + 8))  # local 0..2: 2 bits
+    # Layer a's five weights are five values (-32 .. 64 at w8): a slot carries a 3-bit index into
+    # them, not the 8-bit weight. Two units read one copy of the row table and weights through its
+    # two ports.
+    assert cost.encodings[0] == Encoding(3, codebook=(-32, -16, 32, 48, 64))
+    assert (memories["weights"].depth, memories["weights"].width) == (3, 2 * (1 + 2 + 3))  # local 0..2: 2 bits
     assert (memories["weights"].count, memories["weights"].ports) == (1, 2)
     assert (memories["row table"].depth, memories["row table"].width, memories["row table"].ports) == (3, 2 + 2, 2)
     # every bias of the hand-made layers is 0: one row, a constant that synthesis folds away
@@ -251,12 +256,15 @@ def test_a_dataflow_stage_is_its_memories_and_its_engine():
     assert price(memories["bias"]) == Resources()
     assert (memories["accumulators"].count, memories["accumulators"].depth) == (4, 3)  # two banks a PE
     entries = memories["PE entries"]
-    assert (entries.count, entries.depth, entries.width) == (2 * 2, PE_FIFO_DEPTH, 2 + 2 + 8 + 16)
+    assert (entries.count, entries.depth, entries.width) == (2 * 2, PE_FIFO_DEPTH, 2 + 2 + 3 + 16)
     # the next stage's channel: one sub-channel per unit, items {end, index 0..4, value}
     assert (memories["output items"].count, memories["output items"].depth, memories["output items"].width) == (
         2, CHANNEL_DEPTH, 1 + 3 + 16
     )  # fmt: skip
-    logic = engine_logic(LogicShape(2, 2, 2, acc, entries.width, 1 + 2 + 8, 2))  # both PEs hold outputs
+    # both PEs hold outputs; each looks its weights up in the 8-bit values: 8 LUTs, not fitted
+    shape = LogicShape(2, 2, 2, acc, entries.width, 1 + 2 + 3, 2, 8)
+    logic = engine_logic(shape)
+    assert logic.lut == engine_logic(replace(shape, lookup_luts=0)).lut + 2 * 8
     assert cost.dataflow(0, 2, 2).resources == total(list(memories.values())) + logic
     assert logic.dsp == 2
     # the model's last layer drains dense beats into the FIFO in front of the AXI stream
@@ -298,17 +306,17 @@ def test_the_issue_path_is_paid_for_the_pes_a_weight_can_reach():
     # weight ROM are empty and synthesis trims the issue path to them, but keeps them (and their
     # multipliers), as bench/bench_resources.py measures.
     cost = hand_cost()
-    acc, slot = cost.shape(0, 8).acc_bits, 1 + 1 + 8  # one local address: a 1-bit field
-    entry = 2 + 1 + 8 + 16
+    acc, slot = cost.shape(0, 8).acc_bits, 1 + 1 + 3  # one local address: a 1-bit field; a codebook index
+    entry = 2 + 1 + 3 + 16
     dataflow = cost.logic(Stage(DATAFLOW, (0,), 8, BRAM, 1))
-    assert dataflow == LogicShape(8, 5, 1, acc, entry, slot, 8)
+    assert dataflow == LogicShape(8, 5, 1, acc, entry, slot, 8, 8)
     assert logic_counts(dataflow) == (8 * acc, 8 * entry, 5 * slot, 1, 1)
     memories = cost.dataflow_memories(0, 8, 1)
     assert cost.dataflow(0, 8, 1).resources == total(memories) + engine_logic(dataflow)
     assert engine_logic(dataflow).dsp == 8
     # A sequential stage's slots arrive from the memory port: synthesis cannot know which stay
-    # empty, so every PE is fed.
-    assert cost.logic(Stage(SEQUENTIAL, (0,), 8, OFFCHIP)) == LogicShape(8, 8, 1, acc, entry, slot, 8)
+    # empty, so every PE is fed. Its off-chip slots hold the weights themselves: no codebook.
+    assert cost.logic(Stage(SEQUENTIAL, (0,), 8, OFFCHIP)) == LogicShape(8, 8, 1, acc, entry + 5, slot + 5, 8)
 
 
 def test_a_layer_whose_weights_are_alike_carries_positions_only():
@@ -334,7 +342,11 @@ def test_a_layer_whose_weights_are_alike_carries_positions_only():
     assert odd.multiplies and (odd.pe_scale, odd.drain_scale, odd.sum_narrowing) == (3 * scale, 1, 0)
     negative = Encoding(0, -scale)
     assert not negative.multiplies and (negative.pe_scale, negative.drain_scale) == (1, -scale)
-    assert Encoding(8).multiplies and (Encoding(8).pe_scale, Encoding(8).drain_scale, Encoding(8).sum_narrowing) == (1, 1, 0)
+    assert Encoding(8).multiplies and (Encoding(8).pe_scale, Encoding(8).drain_scale, Encoding(8).sum_narrowing) == (
+        1,
+        1,
+        0,
+    )
 
 
 def test_activity_is_measured_per_input_on_the_fixed_point_model():
@@ -357,10 +369,11 @@ def test_activity_is_measured_per_input_on_the_fixed_point_model():
 
 
 def test_roofline_compute_and_memory_bounds():
-    layer = Layer("a", "a", sparse_weights(np.array([[0.5] * 8, [0.0] * 8, [0.25] * 6 + [0, 0]])), np.zeros(8))
+    rows = np.array([[0.5] * 30, [0.0] * 30, [0.25] * 20 + [0.0] * 10])
+    layer = Layer("a", "a", sparse_weights(rows), np.zeros(30))
     model = quantize(Model("roof", (layer,), "x", "y", (3,)), parse_precision("w8a16"))
     p = Activity((np.array([0.5, 1.0, 0.25]),), "hand-made")
-    useful = 0.5 * 8 + 1.0 * 0 + 0.25 * 6
+    useful = 0.5 * 30 + 1.0 * 0 + 0.25 * 20
     roomy = CostModel(model, BOARD, p).roofline()
     assert roomy.useful_macs == pytest.approx(useful)
     assert roomy.compute_bound == pytest.approx(10 * 200e6 / useful)
@@ -368,10 +381,12 @@ def test_roofline_compute_and_memory_bounds():
     # no on-chip memory at all: every used weight crosses as a 4-byte word
     bare = replace(BOARD, bram36=0, uram=0, lut=0, channels=2)
     assert CostModel(model, bare, p).roofline().memory_bound == pytest.approx(2 * 12.8e9 / (4 * useful))
-    # one LUT (64 bits) keeps 6.4 of row 0's 10-bit entries, the busiest row with weights
+    # The two values make a codebook: an entry is 3 bits on chip (valid, a local-address bit, a
+    # 1-bit index). One LUT (64 bits) keeps 21.3 of row 0's, the busiest row with weights.
+    assert CostModel(model, bare, p).encodings[0].codebook == (32, 64)
     one_lut = replace(bare, lut=1)
     offchip = CostModel(model, one_lut, p).roofline().offchip_bytes
-    assert offchip == pytest.approx(4 * (0.5 * 1.6 + 0.25 * 6))
+    assert offchip == pytest.approx(4 * (0.5 * (30 - 64 / 3) + 0.25 * 20))
 
 
 def test_the_compute_roof_counts_dsps_for_multiplied_macs_and_luts_for_all():
@@ -428,3 +443,24 @@ def test_a_bias_table_is_one_constant_row_when_every_bias_is_alike():
     assert cost.shape(0, 2).bias_rows == 3 and hand_cost().shape(0, 2).bias_rows == 1
     # one local address: a one-row table whatever its values
     assert cost.shape(0, 8).bias_rows == 1
+
+
+def test_a_layer_whose_weights_share_few_values_carries_codebook_indices():
+    # An index into the layer's values when it is narrower than a weight and at most 6 bits (a
+    # table of 64 constants is one LUT6 per bit); else the weights themselves.
+    def encoding(values: np.ndarray, precision: str) -> Encoding:
+        layer = Layer("a", "a", sparse_weights(values.reshape(1, -1)), np.zeros(values.size))
+        return encoding_of(
+            quantize(Model("m", (layer,), "x", "y", (1,)), parse_precision(precision)).layers[0].numerics
+        )
+
+    ternary = encoding(np.array([0.5, -0.5, 0.5, 0.0, -0.5]), "w8a16")
+    assert ternary.indexed and ternary.weight_bits == 1 and ternary.multiplies
+    assert ternary.fields(np.array(ternary.codebook[::-1])).tolist() == [1, 0]
+    assert ternary.codebook_bits == max(value.bit_length() + 1 for value in ternary.codebook)
+    sixty_four = encoding(np.arange(1, 65) / 64, "w8a16")
+    assert sixty_four.weight_bits == 6 and len(sixty_four.codebook) == 64
+    assert encoding(np.arange(1, 66) / 64, "w8a16") == Encoding(8)  # a 7-bit index: too wide a table
+    assert encoding(np.array([-4, -3, -2, -1, 1, 2, 3, 4]) / 4, "w4a8").weight_bits == 3
+    fourteen = np.array([-7, -6, -5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 6, 7]) / 8
+    assert encoding(fourteen, "w4a8") == Encoding(4)  # a 4-bit index saves nothing

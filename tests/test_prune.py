@@ -275,3 +275,18 @@ def test_prune_command_names_a_missing_model(tmp_path, run_cli):
     assert result.exit_code == 2
     assert "nope.onnx" in result.stderr
     assert not (tmp_path / "p.onnx").exists()
+
+
+def test_prune_command_never_overwrites_a_file_fpgagen_did_not_write(tmp_path, run_cli):
+    source, mine = tmp_path / "model.onnx", tmp_path / "notes.onnx"
+    write_onnx(make_model([(16, 12)]), source)
+    mine.write_text("a user's own file")
+    for target, message in ((mine, "fpgagen did not write it"), (source, "the model this command reads")):
+        result = run_cli("prune", source, "-o", target, "--sparsity", "0.5")
+        assert result.exit_code == 2 and message in result.stderr
+    assert mine.read_text() == "a user's own file" and read_onnx(source).nnz == 192
+    # an earlier output of fpgagen is replaced
+    target = tmp_path / "pruned.onnx"
+    for sparsity, nnz in (("0.5", 96), ("0.75", 48)):
+        assert run_cli("prune", source, "-o", target, "--sparsity", sparsity).exit_code == 0
+        assert read_onnx(target).nnz == nnz

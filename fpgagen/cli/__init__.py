@@ -71,7 +71,7 @@ def main() -> None:
 
 
 # Registration: each module adds its commands to `app`.
-from . import analyze, compile, csim, demo, examples, predict, prune, report, schedule, sim, sweep, synth
+from . import analyze, compile, csim, demo, examples, predict, prune, report, schedule, share, sim, sweep, synth
 
 __all__ = [
     "analyze",
@@ -85,6 +85,7 @@ __all__ = [
     "prune",
     "report",
     "schedule",
+    "share",
     "sim",
     "sweep",
     "synth",

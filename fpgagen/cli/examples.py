@@ -11,6 +11,7 @@ from ..errors import FpgagenError
 from ..examples.graphchallenge import write_example
 from ..frontend.graphchallenge_tsv import read_graphchallenge
 from ..frontend.onnx_writer import write_onnx
+from ..outdir import check_output_model
 from . import app
 from .common import out
 from .progress import Steps
@@ -60,6 +61,7 @@ def import_tsv(folder: Path, out_path: Path, layers: int | None, bias: float | N
     if bias is not None and not (math.isfinite(bias) and bias <= 0.0):
         # The challenge adds the bias to nonzero sums only; that equals a dense layer only for bias <= 0.
         raise FpgagenError(f"--bias {bias}: must be a finite number <= 0 (the Graph Challenge rule)")
+    check_output_model(out_path, [folder])
     with Steps() as steps:
         steps.begin(f"reading {folder}")
         model = read_graphchallenge(folder, layers, bias)

@@ -11,6 +11,7 @@ from rich.table import Table
 from ..frontend import load_model
 from ..frontend.onnx_writer import write_onnx
 from ..ir import Model
+from ..outdir import check_output_model
 from ..passes.prune import parse_method
 from ..passes.prune import prune as prune_model
 from . import app
@@ -24,7 +25,7 @@ from .common import err, json_option, model_argument, print_table
     "--output",
     required=True,
     type=click.Path(path_type=Path),
-    help="Where to write the pruned model (.onnx).",
+    help="Where to write the pruned model (.onnx): a new file, or one fpgagen wrote before.",
 )
 @click.option(
     "--sparsity",
@@ -52,6 +53,7 @@ def prune(model: Path, output: Path, sparsity: float | None, method: str, as_jso
     nonzeros of each layer before and after.
     """
     chosen = parse_method(method)  # before loading, so a typo fails fast
+    check_output_model(output, [model])
     ir = load_model(model)
     pruned = prune_model(ir, sparsity, chosen)
     write_onnx(pruned, output)

@@ -6,6 +6,11 @@ the PE multiplies. When every nonzero of a layer has one value c (every Graph Ch
 FIFO. When |c| = 2^k, the PE adds the bare activations into accumulators k bits narrower, and the
 drain shifts each sum by k before the bias (c * sum(x) is exactly sum(c * x) in integers): no
 multiplier at all. Otherwise the PE multiplies x by the constant c, in its DSP as before.
+
+When the nonzeros share a few values (EIE's weight sharing: a ternary layer, or weights clustered
+by `fpgagen share`), the slots carry an index into the layer's codebook instead of the weight, at
+most CODEBOOK_MAX_BITS bits and fewer than the weight's own: each PE looks the weight up in a table
+of constants (one LUT per weight bit) and multiplies as before.
 """
 
 from __future__ import annotations
@@ -16,15 +21,24 @@ import numpy as np
 
 from ..ir import LayerNumerics
 
+# The widest index of a codebook: a table of 2^6 constants is one LUT6 per weight bit.
+CODEBOOK_MAX_BITS = 6
+
 
 @dataclass(frozen=True)
 class Encoding:
-    weight_bits: int  # the weight field of a slot and of an entry; 0: positions only
+    weight_bits: int  # the weight field of a slot and of an entry (a codebook index); 0: positions only
     scale: int = 1  # positions only: the layer's one weight
+    codebook: tuple[int, ...] = ()  # the weights an index names, ascending (empty: the field is the weight)
 
     @property
     def positions_only(self) -> bool:
         return self.weight_bits == 0
+
+    @property
+    def indexed(self) -> bool:
+        """Whether a slot's weight field is an index into `codebook`."""
+        return bool(self.codebook)
 
     @property
     def scale_shift(self) -> int | None:
@@ -55,10 +69,25 @@ class Encoding:
         2^k times smaller than the sums of products, when the shared weight is +-2^k."""
         return 0 if self.multiplies else self.scale_shift
 
+    @property
+    def codebook_bits(self) -> int:
+        """The width of a codebook's values (two's complement; 0 without a codebook)."""
+        return max((value.bit_length() + 1 for value in self.codebook), default=0)
+
+    def fields(self, weights: np.ndarray) -> np.ndarray:
+        """What a slot's weight field holds for each of `weights` (nonzero weights of the layer):
+        the weight itself, or its index in the codebook."""
+        return np.searchsorted(self.codebook, weights) if self.indexed else weights
+
 
 def encoding_of(numerics: LayerNumerics) -> Encoding:
-    """Positions only when the layer's nonzeros share one value, else the weights themselves."""
-    values = numerics.weights_q.data  # no zeros: quantize drops the weights that round to zero
-    if values.size and np.all(values == values[0]):
+    """Positions only when the layer's nonzeros share one value; an index into a codebook when they
+    share few enough that the index is narrower than a weight; else the weights themselves."""
+    values = np.unique(numerics.weights_q.data)  # no zeros: quantize drops the weights that round to zero
+    weight_bits = numerics.weight_format.bits
+    if values.size == 1:
         return Encoding(0, int(values[0]))
-    return Encoding(numerics.weight_format.bits)
+    index_bits = max(1, int(values.size - 1).bit_length())
+    if values.size and index_bits <= CODEBOOK_MAX_BITS and index_bits < weight_bits:
+        return Encoding(index_bits, codebook=tuple(int(value) for value in values))
+    return Encoding(weight_bits)

@@ -137,6 +137,7 @@ class LogicShape:
     entry_bits: int
     slot_bits: int  # a PE's slot of a weight beat {valid, local address, weight}
     multipliers: int  # DSPs: one per PE, unless the encoding has no multiplier
+    lookup_luts: int = 0  # per PE: its codebook, a table of constants (one LUT per weight bit)
 
     @classmethod
     def sized(
@@ -147,7 +148,8 @@ class LogicShape:
         weight_bits = encoding.weight_bits
         slot = SlotWord(local_bits, weight_bits).width
         multipliers = pes if encoding.multiplies else 0
-        return cls(pes, fed_pes, units, acc_bits, entry_bits(local_bits, weight_bits), slot, multipliers)
+        entry = entry_bits(local_bits, weight_bits)
+        return cls(pes, fed_pes, units, acc_bits, entry, slot, multipliers, encoding.codebook_bits)
 
 
 @dataclass(frozen=True)

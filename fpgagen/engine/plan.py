@@ -10,7 +10,7 @@ only: no pricing (fpgagen.schedule.cost_model), no text (fpgagen.backends).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -126,10 +126,12 @@ class LayerPlan:
 
     @cached_property
     def rom_words(self) -> np.ndarray:
-        """(rom_beats, P) on-chip slot words of a dataflow layer; one empty beat at least."""
+        """(rom_beats, P) on-chip slot words of a dataflow layer, the weight field in the layer's
+        encoding (a codebook index where it has one); one empty beat at least."""
         if self.layout.beats == 0:
             return np.zeros((1, self.shape.pes), dtype=np.uint64)
-        return self.layout.slot_words(self.shape.slot)
+        fields = np.where(self.layout.valid, self.shape.encoding.fields(self.layout.weight), 0)
+        return replace(self.layout, weight=fields).slot_words(self.shape.slot)
 
     @property
     def offchip_bytes(self) -> int:

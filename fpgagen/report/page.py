@@ -191,7 +191,10 @@ def _layers(data: ReportData) -> list[dict]:
 
 
 def _encoding(encoding: dict) -> str:
-    """How a layer's weights reach its PEs: their bits, or positions only and the shared weight."""
+    """How a layer's weights reach its PEs: their bits, an index into a codebook of their values, or
+    positions only and the shared weight."""
+    if encoding.get("codebook"):
+        return f"{encoding['weight_bits']}-bit index, {len(encoding['codebook'])} values"
     if encoding["weight_bits"]:
         return f"{encoding['weight_bits']}-bit"
     return f"positions, x{encoding['scale']}" + ("" if encoding["multiplies"] else " (shift)")

@@ -192,9 +192,10 @@ def engine_logic(logic: LogicShape) -> Resources:
     keeps every PE) taking entries from K
     issue units, the issue path to the fed PEs, and the stage's control."""
     counts = logic_counts(logic)
+    lookups = logic.pes * logic.lookup_luts  # counted, not fitted: one LUT6 per codebook bit
     return Resources(
         dsp=logic.multipliers,
-        lut=round(sum(count * constant for count, constant in zip(counts, LUT_PER_TERM))),
+        lut=round(sum(count * constant for count, constant in zip(counts, LUT_PER_TERM))) + lookups,
         ff=round(sum(count * constant for count, constant in zip(counts, FF_PER_TERM))),
     )
 
@@ -210,7 +211,7 @@ def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
     fifo = lutram_luts(PE_FIFO_DEPTH, shape.entry_bits)
     banks = 2 * lutram_luts(1, shape.acc_bits)
     per_pe = logic_counts(shape)[:3]
-    return sum(count * constant for count, constant in zip(per_pe, LUT_PER_TERM)) + fifo + banks
+    return sum(count * constant for count, constant in zip(per_pe, LUT_PER_TERM)) + fifo + banks + shape.lookup_luts
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@
 #define FPGAGEN_ENGINE_H
 
 #include <stdint.h>
+#include <type_traits>
 
 #include "ap_axi_sdata.h"
 #include "ap_int.h"
@@ -124,6 +125,7 @@ struct entry {
         unpack<WEIGHT_BITS, LOCAL_BITS>(slot, valid, local, weight);
     }
     ap_int<16 + WEIGHT_BITS> product() const { return x * weight; }
+    ap_uint<WEIGHT_BITS> index() const { return ap_uint<WEIGHT_BITS>(weight); }  // a codebook's
 };
 
 // Positions only (docs/engine.md, "Weight encodings"): the layer's nonzeros share one weight, so an
@@ -435,6 +437,20 @@ void clear_banks(typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES]) {
     }
 }
 
+// What a PE adds for an entry: x times its weight (times PE_SCALE, the shared weight of a
+// positions-only layer that is no power of two, else 1), or, with a codebook (INDEXED), x times
+// the value its index names: a table of constants, like the RTL's (fg_pe.v).
+template <class Cfg, class Entry>
+inline auto weigh(const Entry& e, std::false_type) -> decltype(e.product() * Cfg::PE_SCALE) {
+#pragma HLS INLINE
+    return e.product() * Cfg::PE_SCALE;
+}
+template <class Cfg, class Entry>
+inline auto weigh(const Entry& e, std::true_type) -> decltype(e.x * Cfg::codebook[0]) {
+#pragma HLS INLINE
+    return e.x * Cfg::codebook[e.index()];
+}
+
 // The PEs (fg_pe.v): each takes one entry a cycle from the first of its K FIFOs that has one, at
 // its own pace, and adds x * w into its bank; the vector is whole when every PE has had K end
 // entries. `acc` is this vector's bank: a PIPO buffer, so the drain of one vector overlaps the
@@ -471,7 +487,7 @@ void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
             if (got && next.end) {
                 ++ends[p];
             }
-            accumulate<Cfg::ADDRESSES>(acc[p], h[p], got && !next.end, next.local, next.product() * Cfg::PE_SCALE);
+            accumulate<Cfg::ADDRESSES>(acc[p], h[p], got && !next.end, next.local, weigh<Cfg>(next, std::integral_constant<bool, Cfg::INDEXED>()));
             whole = whole && ends[p] == unsigned(Cfg::UNITS);
         }
         done = whole;

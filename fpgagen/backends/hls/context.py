@@ -21,10 +21,10 @@ from ...engine.memory import BRAM, CONSTANT, LUTRAM, REGISTERS, URAM, Memory
 from ...errors import FpgagenError
 from .carrays import signed_type, unsigned_type
 
-# BIND_STORAGE implementations of the plan's memory kinds: for tables (a constant table of one row
-# is partitioned into its values, no storage), and for FIFOs (a FIFO of registers is a shift
+# BIND_STORAGE implementations of the plan's memory kinds: for tables (not for a constant, a table
+# of one row, which is partitioned into its values), and for FIFOs (a FIFO of registers is a shift
 # register).
-TABLE_STORAGE = {BRAM: "bram", LUTRAM: "lutram", URAM: "uram", REGISTERS: "lutram", CONSTANT: ""}
+TABLE_STORAGE = {BRAM: "bram", LUTRAM: "lutram", URAM: "uram", REGISTERS: "lutram"}
 FIFO_STORAGE = {BRAM: "bram", LUTRAM: "lutram", REGISTERS: "srl"}
 
 
@@ -108,7 +108,9 @@ class DataflowStage:
     sum_bits: int  # the banks
     pe_scale: int  # a PE multiplies a positions-only entry's x by it
     drain_scale: int  # the drain multiplies a sum by it
-    weight_bits: int  # 0: positions only
+    weight_bits: int  # 0: positions only; with a codebook, its index
+    codebook: tuple[int, ...]  # the weights a slot's index names (empty: the field is the weight)
+    codebook_bits: int
     local_bits: int
     start_bits: int
     count_bits: int
@@ -301,6 +303,8 @@ def _dataflow_stage(stage: StagePlan, in_channel: ChannelView, out_channel: Chan
         pe_scale=stage.encoding.pe_scale,
         drain_scale=stage.encoding.drain_scale,
         weight_bits=stage.encoding.weight_bits,
+        codebook=stage.encoding.codebook,
+        codebook_bits=stage.encoding.codebook_bits,
         local_bits=stage.local_bits,
         start_bits=stage.start_bits,
         count_bits=stage.count_bits,
@@ -309,7 +313,11 @@ def _dataflow_stage(stage: StagePlan, in_channel: ChannelView, out_channel: Chan
         hi=plan.hi,
         nnz=layer.nnz,
         slot_type=slot_type,
-        storage={role: TABLE_STORAGE[stage.memory(role).kind] for role in ("row table", "weights", "bias")},
+        storage={
+            role: TABLE_STORAGE[stage.memory(role).kind]
+            for role in ("row table", "weights", "bias")
+            if stage.memory(role).kind != CONSTANT
+        },
         fifos=fifos,
         tables=_tables(stage),
         rom=plan.rom_words.astype(slot_np),

@@ -222,13 +222,19 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
     return _stage_context(stage, "fg_seq_stage", description, parameters, port.data_bits)
 
 
-def _encoding_parameters(stage: StagePlan) -> list[tuple[str, int]]:
-    """The PEs' weight slots and, positions only, the shared weight and its log2 (-1: no power of
-    two, the PEs multiply by it) (fg_pe.v)."""
+def _encoding_parameters(stage: StagePlan) -> list[tuple[str, object]]:
+    """The PEs' weight slots; a codebook's values, packed, index i at bits [i * CB_W +: CB_W] (the
+    table padded with zeros to 2^W_BITS entries); positions only, the shared weight and its log2
+    (-1: no power of two, the PEs multiply by it) (fg_pe.v)."""
     encoding = stage.encoding
     shift = encoding.scale_shift
+    width = encoding.codebook_bits
+    packed = sum((value & ((1 << width) - 1)) << (index * width) for index, value in enumerate(encoding.codebook))
+    codebook = [("CODEBOOK", f"{width << encoding.weight_bits}'h{packed:x}")] if encoding.indexed else []
     return [
         ("W_BITS", encoding.weight_bits),
+        ("CB_W", width),
+        *codebook,
         ("SCALE", encoding.scale),
         ("SCALE_SHIFT", -1 if shift is None else shift),
     ]

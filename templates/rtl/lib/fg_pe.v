@@ -4,7 +4,9 @@
 // the first FIFO that has one, multiplies, and adds into accumulator `local` of `bank`. Entries
 // are order-free (integer sums), so nothing but the FIFOs is shared with the other PEs.
 //
-// With W_BITS = 0 (positions only, docs/engine.md "Weight encodings") entries carry no weight; the
+// With CB_W > 0 (a codebook, docs/engine.md "Weight encodings") an entry's W_BITS-bit field is an
+// index into CODEBOOK, the layer's weights as CB_W-bit constants, and the PE multiplies by the one it
+// names. With W_BITS = 0 (positions only) entries carry no weight; the
 // layer's one weight is SCALE. When |SCALE| = 2^SCALE_SHIFT the PE adds x, and the drain shifts
 // the sum (subtracting it for a negative SCALE): no multiplier. Otherwise (SCALE_SHIFT = -1) the
 // PE multiplies x by the constant SCALE in its product register, as it would by a weight.
@@ -15,7 +17,7 @@
 //
 // An end entry marks the end of a vector on its FIFO; when all K have passed the pipeline, the
 // bank is `done` until the drain, which reads every local address of it (two cycles to the data,
-// like the MAC), clears it as it reads, and requantizes (docs/numerics.md):
+// like the MAC), clears it a cycle after each read, and requantizes (docs/numerics.md):
 // clamp((acc + bias') >>> shift, lo, hi) (acc scaled as above), where bias' already holds the
 // rounding term 2^(shift-1).
 //
@@ -26,6 +28,8 @@ module fg_pe #(
     parameter integer LOCAL_W = 1,
     parameter integer ADDRESSES = 1,
     parameter integer W_BITS = 8,       // 0: positions only
+    parameter integer CB_W = 0,         // a codebook's values (0: the entry's field is the weight)
+    parameter [((CB_W > 0) ? (CB_W << W_BITS) : 1) - 1:0] CODEBOOK = 0,  // value i at [i*CB_W +: CB_W]
     parameter integer ACC_W = 32,       // the drain's sums: the bias and the scaled accumulator
     parameter integer SUM_W = ACC_W,    // the accumulators
     parameter integer SCALE = 1,        // positions only: the layer's one weight
@@ -57,10 +61,11 @@ module fg_pe #(
     output reg  [VALUE_W-1:0]       y
 );
     localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
+    localparam integer MULTIPLIER_W = (CB_W > 0) ? CB_W : W_BITS;  // what x is multiplied by
     localparam integer ENTRY_W = 2 + LOCAL_W + W_BITS + VALUE_W;  // {end, bank, local, weight, x}
     localparam integer SCALE_W = 32;    // SCALE as a signed parameter
     // x times its weight; x alone, or x times the constant SCALE, when positions only
-    localparam integer PROD_W = (W_BITS > 0) ? VALUE_W + W_BITS : (SCALE_SHIFT < 0) ? VALUE_W + SCALE_W : VALUE_W;
+    localparam integer PROD_W = (W_BITS > 0) ? VALUE_W + MULTIPLIER_W : (SCALE_SHIFT < 0) ? VALUE_W + SCALE_W : VALUE_W;
     localparam integer CMP_W = (ACC_W > VALUE_W) ? ACC_W : VALUE_W + 1;
     localparam integer KB = (K > 1) ? $clog2(K + 1) : 1;
     localparam [31:0] LAST_ADDRESS32 = ADDRESSES - 1;
@@ -126,7 +131,13 @@ module fg_pe #(
     // The entry's fields, and its product: x times its weight, or x alone.
     wire signed [PROD_W-1:0] e1_product;
     generate
-        if (W_BITS > 0) begin : g_weighted
+        if (W_BITS > 0 && CB_W > 0) begin : g_codebook
+            // the weight the entry's index names: a table of constants, one LUT per bit
+            reg signed [CB_W-1:0] e1_w;
+            wire [W_BITS-1:0] index = chosen[VALUE_W +: W_BITS];
+            always @(posedge clk) e1_w <= CODEBOOK[index * CB_W +: CB_W];
+            assign e1_product = e1_x * e1_w;
+        end else if (W_BITS > 0) begin : g_weighted
             reg signed [W_BITS-1:0] e1_w;
             always @(posedge clk) e1_w <= chosen[VALUE_W +: W_BITS];
             assign e1_product = e1_x * e1_w;
@@ -211,7 +222,10 @@ module fg_pe #(
     // synchronous reset makes it (a flip-flop's reset pin instead of a multiplexer in front of the
     // RAM's data: 2 x SUM_W LUTs fewer, 2 x SUM_W flip-flops more, and LUTs are what a large design
     // runs out of). The MAC never writes the bank being cleared: the drain and the MAC never use
-    // the same bank at once.
+    // the same bank at once. Nothing forwards a clear, so the MAC's first read of a drained bank
+    // must come 2 or more cycles after the drain's last read of it: it comes 13 or more later (the
+    // bank is released when the drain's last word is written, and an entry then passes the unit's
+    // registers and this PE's FIFO first).
     reg wipe0, wipe1;                   // clear `wipe_addr` of bank b
     reg [LOCAL_W-1:0] wipe_addr;
     reg [SUM_W-1:0] sum0, sum1;         // e4_sum, or zero for a clear of bank b

@@ -24,6 +24,8 @@ module fg_stage #(
     parameter integer START_W = 1,
     parameter integer CNT_W = 1,
     parameter integer W_BITS = 8,       // 0: positions only (the PEs' SCALE and SCALE_SHIFT)
+    parameter integer CB_W = 0,         // > 0: W_BITS is an index into the PEs' CODEBOOK
+    parameter [((CB_W > 0) ? (CB_W << W_BITS) : 1) - 1:0] CODEBOOK = 0,
     parameter integer ACC_W = 32,
     parameter integer SUM_W = ACC_W,
     parameter integer BIAS_ROWS = 1,    // ADDRESSES, or 1 when every output's bias is one value (a constant)
@@ -181,7 +183,8 @@ module fg_stage #(
                 assign in_write[u] = entry_write[u*P + p];
             end
             fg_pe #(
-                .K(K), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .ACC_W(ACC_W), .SUM_W(SUM_W),
+                .K(K), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .CB_W(CB_W), .CODEBOOK(CODEBOOK),
+                .ACC_W(ACC_W), .SUM_W(SUM_W),
                 .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT), .SHIFT_W(6),
                 .FIFO_DEPTH(PE_FIFO_DEPTH), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE)
             ) u_pe (
