@@ -7,6 +7,8 @@ a calibration set's unlikeness):
   gc-auto         Graph Challenge 1024 x L (stroke images), the scheduler's own schedule, P and K
   mlp-auto        a random 90%-sparse 1024-wide ReLU MLP (nonnegative inputs, half of them zero),
                   the scheduler's own choice
+  mlp-codebook    the MLP after `fpgagen share --values 16` (each layer's weights clustered into 16
+                  values): its dataflow layers carry 4-bit codebook indices
   gc-dataflow-64  Graph Challenge, --schedule dataflow --pes 64 (K still the scheduler's)
   gc-seq-16       Graph Challenge, --schedule sequential --pes 16
   mlp-seq-16      the MLP, --schedule sequential --pes 16
@@ -85,6 +87,8 @@ class Config:
 CONFIGS = (
     Config("gc-auto", "gc", (), 0.85, "the scheduler's own choice"),
     Config("mlp-auto", "mlp", (), 0.85, "the scheduler's own choice"),
+    # the MLP after `fpgagen share --values 16`: its dataflow layers carry 4-bit codebook indices
+    Config("mlp-codebook", "mlp16", (), 0.85, "weights shared into 16 values; the scheduler's own choice"),
     Config("gc-dataflow-64", "gc", ("--schedule", "dataflow", "--pes", "64"), 0.80, "forced P=64"),
     # sequential stages read their weights from a memory that answers each burst 100 cycles late
     # (the testbench's default, tb_engine.py): issue 11 asks for 60% of the channel's bandwidth
@@ -322,6 +326,8 @@ def main() -> int:
     )
     mlp_onnx(work / "mlp.onnx", np.random.default_rng(3))
     np.save(work / "mlp_inputs.npy", mlp_inputs(options.images, np.random.default_rng(4)))
+    fpgagen("share", work / "mlp.onnx", "-o", work / "mlp16.onnx", "--values", 16)
+    np.save(work / "mlp16_inputs.npy", mlp_inputs(options.images, np.random.default_rng(4)))
 
     reports, failures = [], []
     for config in CONFIGS:

@@ -42,8 +42,9 @@ def share(model: Path, output: Path, values: int, as_json: bool) -> None:
     negative weights apart: no weight changes sign or becomes zero). `fpgagen compile` then gives
     each dataflow layer of few values the codebook encoding: its weight slots carry an index of
     bits(VALUES - 1) bits instead of the weight. Prints each layer's distinct weights before and
-    after and how far the weights moved; check the accuracy with `fpgagen compile` (its report
-    compares against float) or `fpgagen predict`.
+    after and how far the weights moved. Sharing changes what the network computes (EIE fine-tunes
+    the shared values by retraining; this command does not): compare `fpgagen predict` of MODEL and
+    of OUTPUT on your data before you build from OUTPUT.
     """
     check_output_model(output, [model])
     ir = load_model(model)

@@ -20,10 +20,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.cluster.vq import kmeans2
 
+from ..engine.encoding import CODEBOOK_MAX_BITS
 from ..errors import FpgagenError
 from ..ir import Layer, Model
 
-MAX_VALUES = 64  # the widest codebook the engine builds: a 6-bit index (CODEBOOK_MAX_BITS)
+MAX_VALUES = 1 << CODEBOOK_MAX_BITS  # the largest codebook the engine builds
 _SEED = 0
 
 
