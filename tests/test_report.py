@@ -22,9 +22,11 @@ from designs import RELU, compile_design, df, pruned_mlp, scheduled
 
 from fpgagen.design import model_from_manifest
 from fpgagen.golden import GoldenModel
-from fpgagen.report import write_report
+from fpgagen.report import anchors, write_report
 from fpgagen.report.data import gather
+from fpgagen.report.page import context
 from fpgagen.simulate import run_rtl_simulation
+from fpgagen.templating import environment
 from fpgagen.vectors import read_vectors
 
 SIMULATOR = "icarus" if shutil.which("iverilog") else "verilator"
@@ -324,3 +326,22 @@ def test_the_report_renders_in_headless_chromium_without_errors(reported, tmp_pa
         capture_output=True, text=True, timeout=180, check=True,
     )  # fmt: skip
     assert shot.stat().st_size > 50_000  # a rendered page with figures, not a blank one
+
+
+def test_a_graph_challenge_design_is_set_beside_the_published_figures(reported, monkeypatch):
+    """The 1024 x 120 network has two published figures; a design of another model has none. The
+    example here is 64 x 4, so a figure is published for it in the test."""
+    assert [figure for _, figure in anchors.published("graphchallenge_n1024_l120")] == [15.8e12, 0.94e9]
+    assert anchors.published("graphchallenge_n1024_l3") == [] and anchors.published("mlp") == []
+    outdir = reported.parent
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    monkeypatch.setitem(anchors.PUBLISHED, (64, 4), [("a lab's card", 2.0e6)])
+    assert manifest["model"]["name"] == "graphchallenge_n64_l4"
+    page = context(gather(outdir))
+    (row,) = page["published"]
+    html = environment("report").get_template("report.html.j2").render(**page)
+    assert "published for this Graph Challenge network" in html and "a lab&#39;s card" in html
+    interval, mhz = manifest["estimate"]["totals"]["interval"], manifest["board"]["clock_mhz"]
+    expected = mhz * 1e6 / interval * manifest["model"]["nnz"] / 2.0e6
+    assert (row["source"], float(row["cost model"])) == ("a lab's card", pytest.approx(expected, rel=1e-2))
+    assert row["RTL simulation"] != "-"  # the design was simulated

@@ -13,6 +13,7 @@ from ..atomic import atomic_file
 from ..schedule.cost_model import RESOURCE_KINDS
 from ..templating import environment
 from . import plots
+from .anchors import published
 from .data import ReportData, gather
 
 
@@ -37,6 +38,7 @@ def context(data: ReportData) -> dict:
         "inputs": _inputs(data),
         "summary": _summary(data, resources_rows),
         "design": _design(data),
+        "published": _published(data),
         "layers": _layers(data),
         "stages": _stages(data),
         "resources": resources_rows,
@@ -144,6 +146,23 @@ def _design(data: ReportData) -> list[dict]:
          _times(_rate(measured_interval, mhz), edges), ".3e"),
     ]  # fmt: skip
     return [{"name": name, "estimate": _fmt(a, spec), "measured": _fmt(b, spec)} for name, a, b, spec in rows]
+
+
+def _published(data: ReportData) -> list[dict]:
+    """This Graph Challenge network's published throughputs beside the design's (none for another
+    model)."""
+    manifest = data.manifest
+    interval = ((manifest.get("estimate") or {}).get("totals") or {}).get("interval")
+    mhz = float(manifest["board"]["clock_mhz"])
+    edges_per_s = {
+        "cost model": _times(_rate(interval, mhz), manifest["model"]["nnz"]),
+        "RTL simulation": _times(_rate(data.measured_interval, mhz), manifest["model"]["nnz"]),
+    }
+    rows = []
+    for source, figure in published(manifest["model"]["name"]):
+        ratios = {basis: _fmt(value / figure if value else None, ".3g") for basis, value in edges_per_s.items()}
+        rows.append({"source": source, "edges_per_s": _fmt(figure, ".3g"), **ratios})
+    return rows
 
 
 def _per(cycles: float | None, mhz: float) -> float | None:
