@@ -28,6 +28,19 @@ calib_option = click.option(
     type=click.Path(path_type=Path),
     help="Calibration inputs (.npy, one sample per row) to measure activation ranges.",
 )
+
+
+def output_model_option(what: str):
+    """-o/--output of a command that writes a model file (fpgagen.outdir.check_output_model)."""
+    return click.option(
+        "-o",
+        "--output",
+        required=True,
+        type=click.Path(path_type=Path),
+        help=f"Where to write the {what} (.onnx): a new file, or one fpgagen wrote before.",
+    )
+
+
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print the result as JSON on stdout instead of a table."
 )

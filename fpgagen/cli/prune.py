@@ -15,18 +15,12 @@ from ..outdir import check_output_model
 from ..passes.prune import parse_method
 from ..passes.prune import prune as prune_model
 from . import app
-from .common import err, json_option, model_argument, print_table
+from .common import err, json_option, model_argument, output_model_option, print_table
 
 
 @app.command()
 @model_argument
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Where to write the pruned model (.onnx): a new file, or one fpgagen wrote before.",
-)
+@output_model_option("pruned model")
 @click.option(
     "--sparsity",
     type=float,

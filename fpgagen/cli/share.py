@@ -15,18 +15,12 @@ from ..ir import Layer, Model
 from ..outdir import check_output_model
 from ..passes.share import MAX_VALUES, share_weights
 from . import app
-from .common import err, json_option, model_argument, print_table
+from .common import err, json_option, model_argument, output_model_option, print_table
 
 
 @app.command()
 @model_argument
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Where to write the model with shared weights (.onnx): a new file, or one fpgagen wrote before.",
-)
+@output_model_option("model with shared weights")
 @click.option(
     "--values",
     required=True,
