@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 
 import pytest
 from click.testing import CliRunner
 
 from fpgagen.cli import app
+
+# A test run started in the background by a script (`pytest &`) inherits Ctrl-C ignored, as POSIX
+# shells do for background jobs, and so would every fpgagen the tests start: the tests that press
+# Ctrl-C would see it ignored, rightly. Give the run the disposition a terminal gives.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @dataclass
