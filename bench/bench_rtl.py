@@ -21,7 +21,8 @@ on the simulated vectors, and per vector
     useful MACs = sum over the nonzero inputs i of the nonzero weights of row i
     compute bound = useful MACs / P
 and for a sequential layer also
-    memory bound = useful MACs x 4 bytes (an off-chip slot: weight and output address) / the port's
+    memory bound = useful MACs x the bytes of an off-chip slot (weight and output address: the port's
+                   data width over P, 1, 2 or 4 bytes) / the port's
                    bytes per cycle (the board's channel, as the testbench's AXI RAM delivers it),
 the larger of the two being the bound: a padded slot (a PE without a nonzero in a beat) costs
 bandwidth that no useful MAC needs, so it counts against the design.
@@ -30,10 +31,10 @@ A sequential stage's channel use (issue 11, done-when 3: the share of its channe
 stage sustains) = the bytes its layers read per vector / the port's bytes per cycle / the design's
 measured cycles per vector in steady state (drains, pass starts and every other cycle the channel
 idles included), where the bytes read are the beats of every nonzero input's row (padding
-included: the channel carries it) times P slots of 4 bytes. Per layer the same bytes over its busy
+included: the channel carries it) times the port's beat. Per layer the same bytes over its busy
 cycles only are printed too ("per busy cycle": the rate while it computes, not what the stage
 sustains). The testbench's memory counts the beats it served; they must equal those rows' beats on
-all vectors plus the load phase's tables (the manifest's table_beats) once, or the bench stops.
+all vectors plus the load phase's tables (the manifest's load_beats) once, or the bench stops.
 Efficiency is the stricter figure: useful bytes only.
 Model error = (estimate - measured) / measured, for the busy cycles and for the drain cycles.
 Interval: the design's modelled interval against the measured steady-state cycles per vector,
@@ -69,7 +70,6 @@ from fpgagen.performance import layer_performance
 from fpgagen.vectors import read_vectors
 
 HERE = Path(__file__).parent
-SLOT_BYTES = 4  # an off-chip weight slot: the weight and its output's local address (docs/engine.md)
 MLP_WIDTH, MLP_LAYERS, MLP_DENSITY = 1024, 4, 0.10
 ERROR_TARGET = 0.05
 CHANNEL_TARGET = 0.60  # issue 11: a sequential stage sustains 60% of its channel's bandwidth
@@ -194,7 +194,7 @@ def measure(outdir: Path) -> tuple[list[LayerFigures], dict]:
     ports = {port["port"]: port for port in manifest["rtl"]["ports"]}
     sequential = [stage for stage in manifest["schedule"]["stages"] if stage["mode"] == "sequential"]
     counters = {entry["layer"]: entry for entry in results["layers"]}
-    served = {port: results["memory_beats"][port] - ports[port]["table_beats"] for port in ports}
+    served = {port: results["memory_beats"][port] - ports[port]["load_beats"] for port in ports}
     figures = []
     for layer, x, entry in zip(model.layers, inputs, manifest["layers"]):
         nonzero_rows = (layer.numerics.weights_q != 0).astype(np.int64).sum(axis=1)
@@ -206,10 +206,11 @@ def measure(outdir: Path) -> tuple[list[LayerFigures], dict]:
             stage = manifest["schedule"]["stages"][entry["stage"]]
             port = ports[sequential.index(stage)]
             bytes_per_cycle = port["bytes_per_cycle"]
-            memory_bound = useful * SLOT_BYTES / bytes_per_cycle
+            slot_bytes = port["data_bits"] // 8 // pes  # the port's beat is P off-chip slots
+            memory_bound = useful * slot_bytes / bytes_per_cycle
             beats = int((active @ beats_per_row(layer.numerics.weights_q, pes)).sum())
             served[port["port"]] -= beats
-            read_bytes = beats * pes * SLOT_BYTES / vectors.batch
+            read_bytes = beats * pes * slot_bytes / vectors.batch
         estimate = entry["estimate"]["cycles"]
         counted = counters[layer.name]
         figures.append(

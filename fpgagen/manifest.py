@@ -131,7 +131,7 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None, nu
                     "image": port.image,
                     "bytes_per_cycle": port.bytes_per_cycle,
                     "memory_latency": port.memory_latency,
-                    "table_beats": port.table_beats,
+                    "load_beats": port.load_beats,
                 }
                 for port in interface.ports
             ],

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 from .design import model_from_manifest
-from .engine.geometry import OFFCHIP_SLOT_BYTES
 from .engine.layout import beats_per_row
 from .errors import FpgagenError
 from .ir import Model
@@ -117,7 +116,7 @@ def layer_demands(manifest: dict, model: Model, data: Vectors) -> list[LayerDema
         offchip = per_cycle = 0.0
         if layer.schedule.mode == "sequential":
             port = ports[model.schedule.sequential_stages.index(layer.schedule.stage)]
-            beat_bytes = OFFCHIP_SLOT_BYTES * pes
+            beat_bytes = port["data_bits"] // 8  # P off-chip slots
             per_cycle = min(beat_bytes, port["bytes_per_cycle"])
             offchip = float((active * beats_per_row(weights, pes)).sum()) / len(x) * beat_bytes
         demands.append(LayerDemand(macs, offchip, per_cycle))

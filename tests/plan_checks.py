@@ -22,7 +22,6 @@ from fpgagen.engine.geometry import (
     DRAIN_SLACK,
     ITEM_FIFO_DEPTH,
     MAX_BURSTS,
-    OFFCHIP_SLOT,
     OUTPUT_DEPTH,
     PE_FIFO_DEPTH,
     READER_WORD_DEPTH,
@@ -135,6 +134,7 @@ def expected_stage_parameters(stage: StagePlan) -> dict[str, int]:
         "BIAS_ROWS": stage.bias_rows, "LOOP_DEPTH": stage.loop_depth if loop else 1,
         "REQUEST_DEPTH": REQUEST_DEPTH, "ACTIVATION_DEPTH": ACTIVATION_DEPTH, "MAX_BURSTS": MAX_BURSTS,
         "ROW_TABLE_BEATS": stage.sequential_shape.row_table_beats, "BIAS_WORDS": stage.sequential_shape.bias_words,
+        "SLOT_W": stage.sequential_shape.slot.width,
     }  # fmt: skip
 
 
@@ -215,9 +215,10 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
             port = plan.interface.ports[stage.port]
             expected = common | {
                 "LAYERS": len(stage.layers), "ROWS": stage.rows, "BIAS_ROWS": stage.bias_rows,
-                "IMAGE_BEATS": port.image_beats, "SLOT_LOCAL_BITS": OFFCHIP_SLOT.local_bits,
+                "IMAGE_BEATS": port.image_beats, "SLOT_LOCAL_BITS": stage.sequential_shape.slot.local_bits,
                 "ROW_TABLE_BEATS": stage.sequential_shape.row_table_beats, "BIAS_WORDS": stage.sequential_shape.bias_words,
-                "SLOT_WEIGHT_BITS": OFFCHIP_SLOT.weight_bits,
+                "SLOT_WEIGHT_BITS": stage.sequential_shape.slot.weight_bits,
+                "TABLE_PARTS": stage.sequential_shape.table_parts,
                 "REQUEST_DEPTH": stage.memory("row requests").depth,
                 "WAITING_DEPTH": stage.memory("waiting activations").depth,
                 "BEAT_DEPTH": stage.memory("PE entries").depth,

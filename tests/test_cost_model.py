@@ -137,13 +137,18 @@ def test_expected_cycles_without_measured_vectors():
 
 
 def test_a_sequential_layer_waits_for_whichever_of_compute_bandwidth_and_latency_is_slower(monkeypatch):
-    # 64 bytes a cycle, a beat of 2 slots is 8 bytes: vector 1 looks up rows 0 and 2 (2 + 1 beats,
-    # two reads), vector 2 rows 0 and 1 (2 + 0 beats: one read); a pass's first read waits the
-    # whole latency, then MAX_BURSTS bursts in flight cover it: a read costs latency / MAX_BURSTS
+    # 64 bytes a cycle, a beat of 2 32-bit slots is 8 bytes: vector 1 looks up rows 0 and 2 (2 + 1
+    # beats, two reads), vector 2 rows 0 and 1 (2 + 0 beats: one read); a pass's first read waits
+    # the whole latency, then MAX_BURSTS bursts in flight cover it: a read costs latency / MAX_BURSTS
     slow_board = replace(BOARD, channel_gbps=0.8)  # 4 bytes a cycle: 2 cycles a beat
-    slow = hand_cost(slow_board).cycles(0, 2, SEQUENTIAL)
+    slow = hand_cost(slow_board).cycles(0, 2, SEQUENTIAL, slot_width=32)
     assert slow.bound == "memory"
     assert slow.compute == pytest.approx((6 + 4) / 2 + L_COMPUTE + L_MEMORY + MEMORY_LATENCY)
+    # the layer's own slots: 2 local bits and 8-bit weights fit 16 bits, a cycle a beat, so that
+    # vector 1's two reads in flight now take longer than its beats
+    own = hand_cost(slow_board).cycles(0, 2, SEQUENTIAL)
+    read = MEMORY_LATENCY / MAX_BURSTS
+    assert own.compute == pytest.approx((2 * read + 2) / 2 + L_COMPUTE + L_MEMORY + MEMORY_LATENCY)
     monkeypatch.setattr(cost_model, "MEMORY_LATENCY", 10 * MAX_BURSTS)  # 10 cycles a read
     latent = hand_cost().cycles(0, 2, SEQUENTIAL)
     assert latent.bound == "memory"
@@ -163,8 +168,9 @@ def test_a_sequential_stage_runs_its_layers_one_pass_after_the_other():
     stage = estimate.stages[0]
     assert stage.interval == pytest.approx(2 * L_PASS + first.compute + first.occupancy + second.compute + second.drain)
     # a batch's first vector also waits for the load phase: the first beat, then a row-table entry
-    # (3 + 5 rows) or a bias row (3 + 1 addresses at P = 2) a cycle
-    assert stage.latency == stage.interval + MEMORY_LATENCY + (3 + 5) + (3 + 1)
+    # (3 + 5 rows) a cycle, or a bias row (3 + 1 addresses at P = 2) in two port beats of 16-bit slots
+    assert cost.sequential_shape(0, 1, 2).slot.width == 16
+    assert stage.latency == stage.interval + MEMORY_LATENCY + (3 + 5) + (3 + 1) * 2
     assert estimate.bottleneck == max(stage.interval, estimate.reader.interval)
     assert estimate.interval >= estimate.bottleneck
     assert estimate.latency == pytest.approx(estimate.reader.latency + stage.latency)
@@ -378,15 +384,16 @@ def test_roofline_compute_and_memory_bounds():
     assert roomy.useful_macs == pytest.approx(useful)
     assert roomy.compute_bound == pytest.approx(10 * 200e6 / useful)
     assert roomy.memory_bound == math.inf and roomy.bound == roomy.compute_bound
-    # no on-chip memory at all: every used weight crosses as a 4-byte word
+    # no on-chip memory at all: every used weight crosses as a 2-byte slot (valid, an address bit
+    # and an 8-bit weight fit 16 bits)
     bare = replace(BOARD, bram36=0, uram=0, lut=0, channels=2)
-    assert CostModel(model, bare, p).roofline().memory_bound == pytest.approx(2 * 12.8e9 / (4 * useful))
+    assert CostModel(model, bare, p).roofline().memory_bound == pytest.approx(2 * 12.8e9 / (2 * useful))
     # The two values make a codebook: an entry is 3 bits on chip (valid, a local-address bit, a
     # 1-bit index). One LUT (64 bits) keeps 21.3 of row 0's, the busiest row with weights.
     assert CostModel(model, bare, p).encodings[0].codebook == (32, 64)
     one_lut = replace(bare, lut=1)
     offchip = CostModel(model, one_lut, p).roofline().offchip_bytes
-    assert offchip == pytest.approx(4 * (0.5 * (30 - 64 / 3) + 0.25 * 20))
+    assert offchip == pytest.approx(2 * (0.5 * (30 - 64 / 3) + 0.25 * 20))
 
 
 def test_the_compute_roof_counts_dsps_for_multiplied_macs_and_luts_for_all():

@@ -209,7 +209,7 @@ def test_the_offchip_memory_answers_late_and_every_pass_waits_for_it(tmp_path, r
     inputs = read_vectors(outdir / "vectors").layer_inputs()
     rows = sum(int(((x != 0).astype(np.int64) @ layout.row_beats).sum()) for layout, x in zip(layouts, inputs))
     (port,) = read_manifest(outdir)["rtl"]["ports"]
-    assert results["memory_beats"] == [port["table_beats"] + rows]
+    assert results["memory_beats"] == [port["load_beats"] + rows]
 
 
 @pytest.mark.parametrize("simulator", SIMULATORS)
@@ -228,16 +228,19 @@ def test_corrupted_offchip_image_is_reported(part, tmp_path, run_cli):
     require("icarus")
     outdir = mlp_design("sequential_only", tmp_path / "design", count=6)
     image = outdir / "weights0.bin"
-    words = np.fromfile(image, dtype="<u4")
+    data = bytearray(image.read_bytes())
     stage = plan_engine(mlp_model("sequential_only"), load_board("u280")).stages[0]
     if part == "weights":
         # A high bit of the first weight: its lowest bit may round away before any output.
-        base = stage.layers[0].offchip_base // 4
-        words[base + np.flatnonzero(words[base:] >> 31)[0]] ^= 1 << 14
+        slot = stage.sequential_shape.slot
+        slots = np.frombuffer(data, dtype=f"<u{slot.width // 8}", offset=stage.layers[0].offchip_base)
+        first = np.flatnonzero(slots >> (slot.width - 1))[0]
+        slots[first] ^= 1 << (slot.weight_bits - 2)
     else:
         # The first output's bias (the low word of its value), moved by 2^24 in the sums' scale.
+        words = np.frombuffer(data, dtype="<u4")
         words[stage.sequential_shape.row_table_beats * stage.pes] ^= 1 << 24
-    words.tofile(image)
+    image.write_bytes(data)
     result = run_cli("sim", outdir, "--simulator", "icarus")
     assert result.exit_code == 1
     assert "RTL differs from the golden model" in result.stderr

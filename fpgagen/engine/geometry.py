@@ -52,8 +52,10 @@ AXI_PAGE = 4096  # AXI4 bursts may not cross a 4 KB boundary; sequential layers 
 DESCRIPTOR_FIELDS = 8  # a layer's n_out, addresses, row and bias offsets, base (2 words), shift, clamp
 DESCRIPTOR_FIELD_BITS = 32
 TABLE_SLOT_BITS = 32  # off-chip field of a row-table entry, and the unit of a bias value's field
-OFFCHIP_WEIGHT_BITS = 16  # off-chip slot {valid, local, weight}: one little-endian 32-bit word
-OFFCHIP_LOCAL_BITS = 15
+# An off-chip slot is a little-endian field of 8, 16 or 32 bits, the narrowest its stage's
+# {valid, local, weight} fit: a sequential stage is bound by its channel, and every bit of a slot
+# is read once per nonzero input (2 or 4 times fewer bytes than 32-bit slots for 8-bit weights).
+OFFCHIP_SLOT_WIDTHS = (8, 16, 32)
 
 MIN_ACC_BITS = 2  # a layer whose sums are all tiny still gets a sign bit and a magnitude bit
 UNITS = (1, 2, 4)  # issue units of a dataflow stage: a block RAM port each, two per copy of its ROMs
@@ -111,9 +113,15 @@ class SlotWord:
         return 1 + self.local_bits + self.weight_bits
 
 
-OFFCHIP_SLOT = SlotWord(OFFCHIP_LOCAL_BITS, OFFCHIP_WEIGHT_BITS)
-OFFCHIP_SLOT_BYTES = OFFCHIP_SLOT.width // 8
-OFFCHIP_MAX_ADDRESSES = 1 << OFFCHIP_LOCAL_BITS  # local addresses an off-chip slot can name
+def offchip_slot(local_bits: int, weight_bits: int) -> SlotWord:
+    """The off-chip slot of a stage whose PEs have `local_bits`-bit addresses and whose weights are
+    `weight_bits` wide: the narrowest of OFFCHIP_SLOT_WIDTHS, its local field padded to fill it."""
+    width = next(w for w in OFFCHIP_SLOT_WIDTHS if 1 + local_bits + weight_bits <= w)
+    return SlotWord(width - 1 - weight_bits, weight_bits)
+
+
+# Local addresses the widest off-chip slot names with the widest weights (16 bits: parse_precision).
+OFFCHIP_MAX_ADDRESSES = 1 << (OFFCHIP_SLOT_WIDTHS[-1] - 1 - 16)
 
 
 def entry_bits(local_bits: int, weight_bits: int) -> int:
@@ -388,6 +396,21 @@ class SequentialShape:
         return self.looped + 1 + CHANNEL_SLACK
 
     @property
+    def slot(self) -> SlotWord:
+        """The stage's off-chip slots: every layer's weights in one format, as the port is one."""
+        return offchip_slot(self.local_bits, self.weight_bits)
+
+    @property
+    def beat_bytes(self) -> int:
+        """A beat of the stage's memory port: P off-chip slots."""
+        return self.slot.width // 8 * self.pes
+
+    @property
+    def table_parts(self) -> int:
+        """Port beats in a beat of the tables, whose fields stay TABLE_SLOT_BITS wide."""
+        return TABLE_SLOT_BITS // self.slot.width
+
+    @property
     def row_bits(self) -> int:
         """A row-table entry {start, beats}; the load phase reads it from a TABLE_SLOT_BITS field."""
         return self.start_bits + self.count_bits
@@ -405,23 +428,29 @@ class SequentialShape:
 
     @property
     def table_beats(self) -> int:
-        """The load phase's beats: the row tables, then the bias rows."""
+        """The tables' beats of TABLE_SLOT_BITS-bit fields, P to a beat: the row tables, then the
+        bias rows."""
         return self.row_table_beats + self.bias_beats
+
+    @property
+    def load_beats(self) -> int:
+        """The port beats the load phase reads: `table_parts` for each beat of the tables."""
+        return self.table_beats * self.table_parts
 
     @property
     def load_register_bits(self) -> int:
         """The load phase's registers (fg_seq_stage.v): a row-table beat and a bias row on their way
-        in, the written entry and the tables' addresses, four beat counters, the read address, and
-        seven flags."""
+        in, the port beats of a table beat so far and their 2-bit count, the written entry and the
+        tables' addresses, four beat counters, the read address, and seven flags."""
         row_address, bias_address = bits_for(self.rows - 1), bits_for(self.bias_rows - 1)
-        beats = TABLE_SLOT_BITS * self.pes * (1 + self.bias_words)
-        return beats + self.row_bits + 2 * row_address + 2 * bias_address + 4 * 32 + AXI_ADDRESS_BITS + 7
+        beats = TABLE_SLOT_BITS * self.pes * (1 + self.bias_words) + 8 * (self.table_parts - 1) * self.beat_bytes
+        return beats + 2 + self.row_bits + 2 * row_address + 2 * bias_address + 4 * 32 + AXI_ADDRESS_BITS + 7
 
     @property
     def load_cycles(self) -> int:
         """The load phase: the first beat's memory latency, then a row-table entry (P a beat,
-        padding included) or a bias beat a cycle (fg_seq_stage.v)."""
-        return MEMORY_LATENCY + self.row_table_beats * self.pes + self.bias_beats
+        padding included) or a port beat a cycle, whichever is slower (fg_seq_stage.v)."""
+        return MEMORY_LATENCY + self.row_table_beats * max(self.pes, self.table_parts) + self.bias_beats * self.table_parts
 
     @property
     def bias_words(self) -> int:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..schedule.boards import Board
-from .geometry import MEMORY_LATENCY, OFFCHIP_SLOT_BYTES, VALUE_BITS, bits_for
+from .geometry import MEMORY_LATENCY, VALUE_BITS, bits_for
 
 if TYPE_CHECKING:
     from .plan import StagePlan
@@ -30,7 +30,7 @@ class WeightPort:
     data_bits: int  # one beat of P off-chip slots
     image: str  # the file holding its weight image: weights<k>.bin
     image_beats: int  # beats of the image (co-simulation's m_axi depth: at least 1)
-    table_beats: int  # the beats the load phase reads at each batch's start: row tables and biases
+    load_beats: int  # the beats the load phase reads at each batch's start: row tables and biases
     max_burst: int  # the longest burst a row asks for
     bytes_per_cycle: float  # what the board's memory channel delivers per design clock
     memory_latency: int  # cycles from a burst's address to its first data (the models' assumption)
@@ -100,10 +100,10 @@ def plan_interface(stages: Sequence[StagePlan], in_lanes: int, board: Board) -> 
         WeightPort(
             port=stage.port,
             stage=stage.index,
-            data_bits=8 * OFFCHIP_SLOT_BYTES * stage.pes,
+            data_bits=8 * stage.sequential_shape.beat_bytes,
             image=f"weights{stage.port}.bin",
             image_beats=stage.image_beats,
-            table_beats=stage.sequential_shape.table_beats,
+            load_beats=stage.sequential_shape.load_beats,
             max_burst=stage.max_burst,
             bytes_per_cycle=board.bytes_per_cycle,
             memory_latency=MEMORY_LATENCY,

@@ -22,8 +22,6 @@ from .encoding import Encoding, encoding_of
 from .geometry import (
     AXI_PAGE,
     MAX_BURST_BEATS,
-    OFFCHIP_SLOT,
-    OFFCHIP_SLOT_BYTES,
     READER_GROUPS,
     TABLE_SLOT_BITS,
     Channel,
@@ -133,10 +131,6 @@ class LayerPlan:
         fields = np.where(self.layout.valid, self.shape.encoding.fields(self.layout.weight), 0)
         return replace(self.layout, weight=fields).slot_words(self.shape.slot)
 
-    @property
-    def offchip_bytes(self) -> int:
-        return self.layout.beats * self.shape.pes * OFFCHIP_SLOT_BYTES
-
 
 @dataclass(frozen=True, eq=False)
 class StagePlan:
@@ -243,21 +237,22 @@ class StagePlan:
     @cached_property
     def offchip_image(self) -> bytes:
         """A sequential stage's image: the tables of its load phase (`table_words`), then every
-        layer's beats at its 4 KB-aligned base, each beat P little-endian 32-bit slots
-        (OFFCHIP_SLOT)."""
-        size = max(plan.offchip_base + plan.offchip_bytes for plan in self.layers)
-        image = np.zeros(size // OFFCHIP_SLOT_BYTES, dtype="<u4")
-        tables = self.table_words
-        image[: tables.size] = tables
+        layer's beats at its 4 KB-aligned base, each beat P little-endian slots of the stage's
+        width (SequentialShape.slot)."""
+        shape = self.sequential_shape
+        slot_type = np.dtype(f"<u{shape.slot.width // 8}")
+        size = max(plan.offchip_base + plan.layout.beats * shape.beat_bytes for plan in self.layers)
+        image = bytearray(size)
+        tables = self.table_words.tobytes()
+        image[: len(tables)] = tables
         for plan in self.layers:
-            words = plan.layout.slot_words(OFFCHIP_SLOT).astype(np.uint32).reshape(-1)
-            start = plan.offchip_base // OFFCHIP_SLOT_BYTES
-            image[start : start + words.size] = words
-        return image.tobytes()
+            slots = plan.layout.slot_words(shape.slot).astype(slot_type).tobytes()
+            image[plan.offchip_base : plan.offchip_base + len(slots)] = slots
+        return bytes(image)
 
     @property
     def image_beats(self) -> int:
-        return len(self.offchip_image) // (OFFCHIP_SLOT_BYTES * self.pes)
+        return len(self.offchip_image) // self.sequential_shape.beat_bytes
 
 
 @dataclass(frozen=True, eq=False)
@@ -368,14 +363,14 @@ def _layer_plans(
     layouts = [lane_layout(layer.numerics.weights_q, pes) for layer in layers]
     shapes = [layer_shape(layer, pes, layout.row_beats) for layer, layout in zip(layers, layouts)]
     tables = _sequential_shape(layers, shapes, pes) if sequential else None
-    base = _pages(tables.table_beats * pes * OFFCHIP_SLOT_BYTES) if tables is not None else 0
+    base = _pages(tables.load_beats * tables.beat_bytes) if tables is not None else 0
     plans = []
     rows = bias = 0
     for index, layout, shape in zip(indices, layouts, shapes):
         plans.append(LayerPlan(index, model.layers[index], shape, layout, rows, bias, base))
         rows += shape.n_in
         bias += shape.addresses
-        base += _pages(shape.beats * pes * OFFCHIP_SLOT_BYTES)
+        base += _pages(shape.beats * tables.beat_bytes) if tables is not None else 0
     return tuple(plans), tables
 
 

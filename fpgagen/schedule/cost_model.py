@@ -22,7 +22,7 @@ from ..engine.encoding import Encoding, encoding_of
 from ..engine.geometry import (
     MAX_BURSTS,
     MEMORY_LATENCY,
-    OFFCHIP_SLOT_BYTES,
+    OFFCHIP_SLOT_WIDTHS,
     PE_FIFO_DEPTH,
     LayerShape,
     LogicShape,
@@ -32,6 +32,7 @@ from ..engine.geometry import (
     ceil_div,
     dataflow_memories,
     in_lanes,
+    offchip_slot,
     reader_memories,
     sequential_memories,
     sum_bits,
@@ -487,14 +488,21 @@ class CostModel:
 
     # Cycles --------------------------------------------------------------------------------------
 
-    def cycles(self, index: int, pes: int, mode: str, units: int = 1) -> LayerCycles:
-        """Layer `index` on P PEs and K issue units in `mode` (docs/cost-model.md, "Cycles")."""
-        key = (index, pes, mode, units)
+    def cycles(self, index: int, pes: int, mode: str, units: int = 1, slot_width: int | None = None) -> LayerCycles:
+        """Layer `index` on P PEs and K issue units in `mode` (docs/cost-model.md, "Cycles"); a
+        sequential layer's beats in off-chip slots of `slot_width` bits, its stage's (by default
+        the layer's own, as in a stage of its own)."""
+        if mode == DATAFLOW:
+            slot_width = 0
+        elif slot_width is None:
+            shape = self.shape(index, pes)
+            slot_width = offchip_slot(shape.local_bits, shape.weight_bits).width
+        key = (index, pes, mode, units, slot_width)
         if key not in self._cycles:
-            self._cycles[key] = self._layer_cycles(index, pes, mode, units)
+            self._cycles[key] = self._layer_cycles(index, pes, mode, units, slot_width)
         return self._cycles[key]
 
-    def _layer_cycles(self, index: int, pes: int, mode: str, units: int) -> LayerCycles:
+    def _layer_cycles(self, index: int, pes: int, mode: str, units: int, slot_width: int) -> LayerCycles:
         placement = self.placement(index, pes)
         inputs = self.activity.inputs(index)
         drain = ceil_div(self.layers[index].out_features, pes) + L_DRAIN + (0 if self.is_last(index) else L_WORDS)
@@ -510,20 +518,20 @@ class CostModel:
         # brought over the memory port
         beats = inputs.rows @ placement.beats
         work = np.maximum(inputs.rows.sum(axis=1), beats)
-        memory = self.memory_cycles(beats, inputs.rows @ (placement.beats > 0), pes)
+        memory = self.memory_cycles(beats, inputs.rows @ (placement.beats > 0), slot_width // 8 * pes)
         bound = MEMORY_BOUND if memory.mean() > work.mean() else COMPUTE_BOUND
         # a pass's first read waits MEMORY_LATENCY: its rows come from the pass before
         compute = np.maximum(work, memory) + L_COMPUTE + L_MEMORY + MEMORY_LATENCY
         held = L_PASS + compute + occupancy  # a pass computes, then drains
         return LayerCycles(float(compute.mean()), drain, float(output.mean()), bound, held)
 
-    def memory_cycles(self, beats: np.ndarray, reads: np.ndarray, pes: int) -> np.ndarray:
-        """Cycles to bring `beats` beats of P off-chip slots over one memory channel in `reads`
+    def memory_cycles(self, beats: np.ndarray, reads: np.ndarray, beat_bytes: int) -> np.ndarray:
+        """Cycles to bring `beats` beats of `beat_bytes` bytes over one memory channel in `reads`
         bursts: at the channel's bandwidth, or as fast as MAX_BURSTS bursts in flight cover the
         memory's latency (Little's law), whichever is slower."""
         if self.board.channels == 0:
             return np.where(beats > 0, math.inf, 0.0)
-        bandwidth = beats * (OFFCHIP_SLOT_BYTES * pes / self.board.bytes_per_cycle)
+        bandwidth = beats * (beat_bytes / self.board.bytes_per_cycle)
         return np.maximum(bandwidth, reads * (MEMORY_LATENCY / MAX_BURSTS))
 
     def _output_per_vector(self, index: int, pes: int, groups: int) -> np.ndarray:
@@ -582,24 +590,30 @@ class CostModel:
         """Sequential stages on P PEs running layers first..b, for b = first, first+1, ...
 
         Built incrementally (the stage's shape grows by one layer at a time), so all runs from
-        `first` cost O(layers) together; the scheduler asks for every run of the model.
+        `first` cost O(layers) together; the scheduler asks for every run of the model. The
+        stage's off-chip slots only widen as the run grows: the passes are summed for every width
+        the run may still take.
         """
         shape = SequentialShape(pes)
-        time = 0.0
-        held = np.zeros(1)
+        time = dict.fromkeys(OFFCHIP_SLOT_WIDTHS, 0.0)
+        held = {width: np.zeros(1) for width in OFFCHIP_SLOT_WIDTHS}
         for last in range(first, len(self.layers)):
-            cycles = self.cycles(last, pes, SEQUENTIAL)
             shape = shape.then(self.shape(last, pes))
-            time += L_PASS + cycles.compute + cycles.occupancy  # one pass after the other
-            held = held + cycles.held
+            for width in [width for width in time if width < shape.slot.width]:
+                del time[width], held[width]
+            for width in time:
+                cycles = self.cycles(last, pes, SEQUENTIAL, slot_width=width)
+                time[width] += L_PASS + cycles.compute + cycles.occupancy  # one pass after the other
+                held[width] = held[width] + cycles.held
             memories = sequential_memories(shape, stage_output(self.model, last, pes, 1), self.uram)
             logic = engine_logic(shape.logic())
+            width = shape.slot.width
             yield StageCost(
                 stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP),
-                interval=time,
-                latency=time + shape.load_cycles,  # a batch's first vector waits for the load phase
+                interval=time[width],
+                latency=time[width] + shape.load_cycles,  # a batch's first vector waits for the load phase
                 resources=total(memories) + logic + Resources(ff=shape.load_register_bits),
-                held=held,
+                held=held[width],
             )
 
     def sequential_shape(self, first: int, last: int, pes: int) -> SequentialShape:
@@ -622,6 +636,12 @@ class CostModel:
                 return cost
         raise ValueError(f"no layers {first}..{last}")
 
+    def slot_width(self, stage: Stage) -> int | None:
+        """The width of a sequential stage's off-chip slots (None for a dataflow stage)."""
+        if stage.mode == DATAFLOW:
+            return None
+        return self.sequential_shape(stage.layers[0], stage.layers[-1], stage.pes).slot.width
+
     def stage(self, stage: Stage) -> StageCost:
         if stage.mode == DATAFLOW:
             return self.dataflow(stage.layers[0], stage.pes, stage.units)
@@ -637,12 +657,15 @@ class CostModel:
         board = self.board
         useful = []  # (probability, nonzeros) of every row of every layer
         bits_per_weight = []
+        slot_bytes = []  # the narrowest off-chip slot of each row's weights, a PE of one address
         multiplied = pe_luts = 0.0  # per vector: MACs that need a DSP; MACs x their PE's LUTs
         for layer, p, encoding in zip(self.layers, self.activity.probabilities, self.encodings):
             nnz = np.diff(layer.numerics.weights_q.indptr)
             useful.append((p, nnz))
             # the smallest on-chip entry: valid bit, one local-address bit, the weight if any
             bits_per_weight.append(np.full(layer.in_features, 2 + encoding.weight_bits))
+            narrowest = offchip_slot(bits_for(0), layer.numerics.weight_format.bits).width // 8
+            slot_bytes.append(np.full(layer.in_features, narrowest))
             macs = float(p @ nnz)
             multiplied += macs if encoding.multiplies else 0.0
             pe_luts += macs * least_pe_luts(accumulator_bits(layer.numerics.acc_bits), encoding)
@@ -660,7 +683,7 @@ class CostModel:
         row_bits = (nnz * entry)[order]
         kept_bits = np.minimum(row_bits, np.maximum(0.0, capacity - (np.cumsum(row_bits) - row_bits)))
         left_weights = (row_bits - kept_bits) / entry[order]
-        offchip = float(p[order] @ left_weights) * OFFCHIP_SLOT_BYTES
+        offchip = float(p[order] @ (left_weights * np.concatenate(slot_bytes)[order]))
         bandwidth = board.channels * board.channel_gbps * 1e9
         memory_bound = math.inf if offchip <= 0 else bandwidth / offchip
         return Roofline(macs, dsp_bound, lut_bound, offchip, memory_bound)
@@ -685,7 +708,7 @@ class CostModel:
                         stage=number,
                         units=stage.units,
                         weight_memory=stage.weight_memory,
-                        cycles=self.cycles(index, stage.pes, stage.mode, stage.units),
+                        cycles=self.cycles(index, stage.pes, stage.mode, stage.units, self.slot_width(stage)),
                         # a dataflow layer is its stage; a sequential one shares its stage's tables and engine
                         resources=cost.resources if stage.mode == DATAFLOW else Resources(),
                     )

@@ -100,8 +100,8 @@ inline Word group_word(const act_t values[N], const bool exists[N], int first, u
     return made;
 }
 
-// One PE's slot of a weight beat: valid << (LB + WB) | local << WB | (weight & (2^WB - 1)). The
-// off-chip slots are the case WB = 16, LB = 15 in 32-bit words.
+// One PE's slot of a weight beat: valid << (LB + WB) | local << WB | (weight & (2^WB - 1)). An
+// off-chip slot is 8, 16 or 32 bits, its local field padded to fill it.
 template <int WB, int LB, class Word>
 inline void unpack(Word slot, bool& valid, ap_uint<LB>& local, ap_int<WB>& weight) {
     weight = ap_uint<WB>(slot & ((Word(1) << WB) - 1));
@@ -586,16 +586,36 @@ struct seq_layer {
     int hi;
 };
 
+// A beat of the load phase's tables: TABLE_PARTS port beats, the first lowest (the tables keep
+// 32-bit fields, P to a beat, whatever the slots' width).
+template <class Cfg>
+ap_uint<32 * Cfg::PES> table_beat(const typename Cfg::beat_t* image, int t) {
+#pragma HLS INLINE
+    const int BYTES = 4 * Cfg::PES / Cfg::TABLE_PARTS;  // a port beat
+    ap_uint<32 * Cfg::PES> beat = 0;
+    for (int part = 0; part < Cfg::TABLE_PARTS; ++part) {
+#pragma HLS UNROLL
+        const typename Cfg::beat_t in = image[t * Cfg::TABLE_PARTS + part];
+        for (int k = 0; k < BYTES; ++k) {
+#pragma HLS UNROLL
+            const int at = BYTES * part + k;
+            beat.range(8 * at + 7, 8 * at) = in.range(8 * k + 7, 8 * k).to_uint64();
+        }
+    }
+    return beat;
+}
+
 // The load phase (fg_seq_stage.v): the stage's row table and biases from the start of its image.
 // First ROW_TABLE_BEATS beats of row-table entries `start << COUNT_BITS | beats`, one per 32-bit
 // field, P to a beat; then the bias rows, each of P values in BIAS_WORDS 32-bit words, low first.
+// Those beats of the tables are TABLE_PARTS port beats each.
 template <class Cfg>
 void load_tables(const typename Cfg::beat_t* image) {
     const int VALUE = 32 * Cfg::BIAS_WORDS;
     int row = 0;
     // fpgagen: not hot: once per batch, one beat of entries per iteration
     for (int t = 0; t < Cfg::ROW_TABLE_BEATS; ++t) {
-        const typename Cfg::beat_t beat = image[t];
+        const ap_uint<32 * Cfg::PES> beat = table_beat<Cfg>(image, t);
         for (int q = 0; q < Cfg::PES; ++q) {
 #pragma HLS PIPELINE II=1
             if (row < Cfg::ROWS) {
@@ -606,25 +626,29 @@ void load_tables(const typename Cfg::beat_t* image) {
             }
         }
     }
+    // A port beat a cycle: a bias row is ROW_BEATS of them, its bytes in order.
+    const int BYTES = 4 * Cfg::PES / Cfg::TABLE_PARTS;
+    const int VALUE_BYTES = VALUE / 8;
+    const int ROW_BEATS = Cfg::BIAS_WORDS * Cfg::TABLE_PARTS;
     unsigned long long value[Cfg::PES] = {};  // the bias row so far
 #pragma HLS ARRAY_PARTITION variable=value type=complete dim=1
-    for (int t = 0; t < Cfg::BIAS_ROWS * Cfg::BIAS_WORDS; ++t) {
+    for (int u = 0; u < Cfg::BIAS_ROWS * ROW_BEATS; ++u) {
 #pragma HLS PIPELINE II=1
-        const typename Cfg::beat_t beat = image[Cfg::ROW_TABLE_BEATS + t];
-        const int b = t % Cfg::BIAS_WORDS;  // the row's b-th beat
-        for (int q = 0; q < Cfg::PES; ++q) {
+        const typename Cfg::beat_t beat = image[Cfg::ROW_TABLE_BEATS * Cfg::TABLE_PARTS + u];
+        const int b = u % ROW_BEATS;  // the row's b-th port beat
+        for (int k = 0; k < BYTES; ++k) {
 #pragma HLS UNROLL
-            const int k = b * Cfg::PES + q;  // the row's k-th word: word k % BIAS_WORDS of value k / BIAS_WORDS
-            const unsigned long long word = beat.range(32 * q + 31, 32 * q).to_uint64();
-            const int shift = 32 * (k % Cfg::BIAS_WORDS);
-            value[k / Cfg::BIAS_WORDS] = (shift == 0 ? 0ULL : value[k / Cfg::BIAS_WORDS]) | (word << shift);
+            const int at = b * BYTES + k;  // the row's at-th byte: byte at % VALUE_BYTES of value at / VALUE_BYTES
+            const unsigned long long byte = beat.range(8 * k + 7, 8 * k).to_uint64();
+            const int shift = 8 * (at % VALUE_BYTES);
+            value[at / VALUE_BYTES] = (shift == 0 ? 0ULL : value[at / VALUE_BYTES]) | (byte << shift);
         }
-        if (b == Cfg::BIAS_WORDS - 1) {
+        if (b == ROW_BEATS - 1) {
             for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
                 // sign-extended from its VALUE bits
                 const long long extended = static_cast<long long>(value[p] << (64 - VALUE)) >> (64 - VALUE);
-                Cfg::bias[t / Cfg::BIAS_WORDS][p] = typename Cfg::bias_t(extended);
+                Cfg::bias[u / ROW_BEATS][p] = typename Cfg::bias_t(extended);
             }
         }
     }

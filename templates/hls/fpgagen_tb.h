@@ -2,7 +2,7 @@
 // comparison that prints the one machine-readable mismatch line. Used by tb_<top>.cpp only.
 //
 // Vectors folder (fpgagen/vectors.py): x.bin and y<k>.bin, little-endian int16, one row per
-// vector. Off-chip images: weights<k>.bin, little-endian 32-bit words, P per beat.
+// vector. Off-chip images: weights<k>.bin, little-endian beats of the port's width.
 #ifndef FPGAGEN_TB_H
 #define FPGAGEN_TB_H
 
@@ -81,22 +81,21 @@ inline bool load_golden(const std::string& folder, int n_in, const int* n_out, i
     return true;
 }
 
-// An off-chip image: `beats` beats of P little-endian 32-bit words (word p in bits 32p+31..32p).
-template <int P, class Beat>
+// An off-chip image: `beats` little-endian beats of BYTES bytes (byte k in bits 8k+7..8k).
+template <int BYTES, class Beat>
 bool load_weights(const std::string& path, size_t beats, std::vector<Beat>& image) {
     std::vector<unsigned char> bytes;
     if (!read_bytes(path, bytes)) {
         return false;
     }
-    if (bytes.size() != beats * 4 * P) {
-        std::printf("ERROR %s holds %zu bytes, the design expects %zu\n", path.c_str(), bytes.size(), beats * 4 * P);
+    if (bytes.size() != beats * BYTES) {
+        std::printf("ERROR %s holds %zu bytes, the design expects %zu\n", path.c_str(), bytes.size(), beats * BYTES);
         return false;
     }
     image.assign(beats == 0 ? 1 : beats, Beat());
     for (size_t t = 0; t < beats; ++t) {
-        for (int p = 0; p < P; ++p) {
-            const unsigned char* b = &bytes[(t * P + p) * 4];
-            image[t].range(32 * p + 31, 32 * p) = uint32_t(b[0]) | uint32_t(b[1]) << 8 | uint32_t(b[2]) << 16 | uint32_t(b[3]) << 24;
+        for (int k = 0; k < BYTES; ++k) {
+            image[t].range(8 * k + 7, 8 * k) = bytes[t * BYTES + k];
         }
     }
     return true;

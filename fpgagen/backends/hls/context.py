@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...engine import EnginePlan, LayerPlan, StagePlan
-from ...engine.geometry import MAX_BURSTS, OFFCHIP_SLOT, VALUE_BITS, Channel, Groups
+from ...engine.geometry import MAX_BURSTS, VALUE_BITS, Channel, Groups
 from ...engine.interface import WeightPort
 from ...engine.memory import BRAM, CONSTANT, LUTRAM, REGISTERS, URAM, Memory
 from ...errors import FpgagenError
@@ -169,6 +169,7 @@ class SequentialStage:
     slot_weight_bits: int
     row_table_beats: int  # the load phase's: row-table entries at the image's start, P to a beat
     bias_words: int  # then the bias rows, each value in this many 32-bit words
+    table_parts: int  # port beats in a beat of those tables
     storage: dict[str, str]  # row table, bias
     fifos: dict[str, Fifo]  # unit items, row requests, waiting activations, PE entries, words, loop-back
     tables: Tables
@@ -374,10 +375,11 @@ def _sequential_stage(
         groups=groups_view(stage.groups),
         port=port,
         max_bursts=MAX_BURSTS,
-        slot_local_bits=OFFCHIP_SLOT.local_bits,
-        slot_weight_bits=OFFCHIP_SLOT.weight_bits,
+        slot_local_bits=stage.sequential_shape.slot.local_bits,
+        slot_weight_bits=stage.sequential_shape.slot.weight_bits,
         row_table_beats=stage.sequential_shape.row_table_beats,
         bias_words=stage.sequential_shape.bias_words,
+        table_parts=stage.sequential_shape.table_parts,
         storage={role: TABLE_STORAGE[stage.memory(role).kind] for role in ("row table", "bias")},
         fifos=fifos,
         tables=_tables(stage),

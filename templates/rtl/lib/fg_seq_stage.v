@@ -27,6 +27,7 @@ module fg_seq_stage #(
     parameter integer START_W = 1,
     parameter integer CNT_W = 1,
     parameter integer W_BITS = 16,
+    parameter integer SLOT_W = 32,      // an off-chip slot {valid, local, weight}: 8, 16 or 32 bits
     parameter integer ACC_W = 32,
     parameter integer BIAS_ROWS = 1,
     parameter integer ROW_TABLE_BEATS = 1,  // beats of row-table entries at the image's start, P to a beat
@@ -77,7 +78,7 @@ module fg_seq_stage #(
     output wire [2:0]               arsize,
     output wire                     arvalid,
     input  wire                     arready,
-    input  wire [32*P-1:0]          rdata,
+    input  wire [SLOT_W*P-1:0]      rdata,
     input  wire                     rvalid,
     input  wire                     rlast,
     output wire                     rready,
@@ -97,7 +98,10 @@ module fg_seq_stage #(
     localparam integer ROW_AW = (ROWS > 1) ? $clog2(ROWS) : 1;
     localparam integer BIAS_AW = (BIAS_ROWS > 1) ? $clog2(BIAS_ROWS) : 1;
     localparam integer LAYER_W = (LAYERS > 1) ? $clog2(LAYERS) : 1;
-    localparam integer BEAT_SHIFT = $clog2(4 * P);
+    localparam integer BEAT_SHIFT = $clog2(SLOT_W / 8 * P);
+    localparam integer BEAT_W = SLOT_W * P;
+    localparam integer PARTS = 32 / SLOT_W;  // port beats in a beat of the tables (32-bit fields)
+    localparam [31:0] LAST_PART32 = PARTS - 1;
     localparam integer ROW_W = START_W + CNT_W;
     localparam integer WORD_W = 1 + LOCAL_W + COUNT_W + P + P * VALUE_W;
     localparam integer DRAIN_LATENCY = 6;
@@ -134,9 +138,11 @@ module fg_seq_stage #(
     localparam [31:0] LAST_ROW32 = ROWS - 1;
     localparam [31:0] LAST_BIAS32 = BIAS_ROWS - 1;
     localparam [31:0] TABLE_BEATS32 = TABLE_BEATS;
+    localparam [31:0] LOAD_BEATS32 = TABLE_BEATS * PARTS;
     localparam [31:0] ROW_TABLE_BEATS32 = ROW_TABLE_BEATS;
     reg fill_wanted, filled;            // a load asked for; the tables hold the image's
-    reg [31:0] fill_asked, fill_got;    // table beats requested, and received
+    reg [31:0] fill_asked, fill_got;    // port beats requested, and table beats received
+    reg [1:0] part;                     // port beats of the table beat coming in, received so far
     reg fill_push;
     reg [63:0] fill_addr;
     reg [32*P-1:0] fill_beat;           // a row-table beat, shifted one entry a cycle
@@ -155,6 +161,7 @@ module fg_seq_stage #(
     wire [P*ACC_W-1:0] bias_fill;       // a bias row of the image, as the bias RAM holds it
     wire filling = state == S_FILL;
     wire fill_ready = fill_entries <= 32'd1;  // the next beat may come with the last entry's write
+    wire last_part = {30'd0, part} == LAST_PART32;
     wire fill_done = fill_got == TABLE_BEATS32 && fill_ready && rows_written && bias_written && !bias_write
                      && !row_write;
     wire in_rows = fill_got < ROW_TABLE_BEATS32;
@@ -334,7 +341,7 @@ module fg_seq_stage #(
     /* verilator lint_on PINCONNECTEMPTY */
 
     wire reader_idle;
-    fg_axi_reader #(.DATA_W(32 * P), .LEN_W(CNT_W), .MAX_BURSTS(MAX_BURSTS)) u_axi (
+    fg_axi_reader #(.DATA_W(BEAT_W), .LEN_W(CNT_W), .MAX_BURSTS(MAX_BURSTS)) u_axi (
         .clk(clk), .rst(rst),
         .req_addr(q_addr), .req_beats(q_beats), .req_valid(q_valid), .req_pop(q_pop),
         .araddr(araddr), .arlen(arlen), .arsize(arsize), .arvalid(arvalid), .arready(arready),
@@ -346,7 +353,7 @@ module fg_seq_stage #(
     reg [CNT_W-1:0] got;                // beats of the head activation's row received so far
     wire r_fire = rvalid && rready && !filling;  // a weight beat
     wire fill_fire = rvalid && rready && filling;  // a beat of the tables
-    assign rready = filling ? fill_ready : act_valid && ok;
+    assign rready = filling ? fill_ready || !last_part : act_valid && ok;  // a table beat's earlier parts wait in `parts`
     assign act_pop = r_fire && (got + 1'b1 == act_beats);
     always @(posedge clk) begin
         if (rst) got <= {CNT_W{1'b0}};
@@ -364,23 +371,39 @@ module fg_seq_stage #(
     integer q;
     always @(posedge clk) begin
         for (q = 0; q < P; q = q + 1) begin
-            // off-chip slot: valid << 31 | local << 16 | weight
-            entry_write[q] <= !rst && (send_end || (r_fire && rdata[32*q + 31]));
-            entry[q*ENTRY_W +: ENTRY_W] <= {send_end, bank, rdata[32*q + 16 +: LOCAL_W], rdata[32*q +: W_BITS], act_x};
+            // off-chip slot: valid << (SLOT_W - 1) | local << W_BITS | weight
+            entry_write[q] <= !rst && (send_end || (r_fire && rdata[SLOT_W*q + SLOT_W - 1]));
+            entry[q*ENTRY_W +: ENTRY_W] <= {send_end, bank, rdata[SLOT_W*q + W_BITS +: LOCAL_W], rdata[SLOT_W*q +: W_BITS],
+                                            act_x};
         end
     end
 
     // ---- load phase: the tables, from the start of the image ---------------------------------------
-    // One-beat reads of the image's first TABLE_BEATS beats through the AXI reader. A row-table beat
-    // holds P entries in 32-bit fields, written one a cycle from a shift register (no wide mux);
-    // a bias row is BIAS_WORDS beats, each value in BIAS_WORDS * 32 bits, written once whole.
+    // One-beat reads of the image's first LOAD_BEATS beats through the AXI reader. The tables keep
+    // 32-bit fields whatever the slots' width: a beat of them is PARTS port beats, the first lowest,
+    // gathered in a shift register. A row-table beat holds P entries, written one a cycle from a
+    // shift register (no wide mux); a bias row is BIAS_WORDS beats, each value in BIAS_WORDS * 32
+    // bits, written once whole.
+    wire table_fire = fill_fire && last_part;  // a whole beat of the tables is in
+    wire [32*P-1:0] table_beat;
     wire [BIAS_WORDS*32*P-1:0] bias_shifted;  // a bias beat in, at the top
     genvar t;
     generate
+        if (PARTS > 1) begin : g_parts
+            reg [(PARTS-1)*BEAT_W-1:0] parts;  // the table beat's port beats so far
+            if (PARTS > 2) begin : g_shift
+                always @(posedge clk) if (fill_fire) parts <= {rdata, parts[(PARTS-1)*BEAT_W-1:BEAT_W]};
+            end else begin : g_hold
+                always @(posedge clk) if (fill_fire) parts <= rdata;
+            end
+            assign table_beat = {rdata, parts};
+        end else begin : g_whole
+            assign table_beat = rdata;
+        end
         if (BIAS_WORDS > 1) begin : g_bias_words
-            assign bias_shifted = {rdata, bias_words[BIAS_WORDS*32*P-1:32*P]};
+            assign bias_shifted = {table_beat, bias_words[BIAS_WORDS*32*P-1:32*P]};
         end else begin : g_bias_word
-            assign bias_shifted = rdata;
+            assign bias_shifted = table_beat;
         end
         for (t = 0; t < P; t = t + 1) begin : g_bias_fill
             assign bias_fill[t*ACC_W +: ACC_W] = bias_words[t*BIAS_WORDS*32 +: ACC_W];
@@ -407,12 +430,13 @@ module fg_seq_stage #(
                 next_row <= {ROW_AW{1'b0}};
                 next_bias <= {BIAS_AW{1'b0}};
                 bias_word <= 32'd0;
+                part <= 2'd0;
                 rows_written <= 1'b0;
                 bias_written <= 1'b0;
             end
             if (filling && fill_done) filled <= 1'b1;
             // requests, one beat each, while the request FIFO shows room
-            if (filling && req_room && fill_asked != TABLE_BEATS32) begin
+            if (filling && req_room && fill_asked != LOAD_BEATS32) begin
                 fill_push <= 1'b1;
                 fill_asked <= fill_asked + 32'd1;
             end
@@ -425,8 +449,9 @@ module fg_seq_stage #(
                 next_row <= next_row + 1'b1;
                 if ({{(32 - ROW_AW){1'b0}}, next_row} == LAST_ROW32) rows_written <= 1'b1;
             end
-            if (fill_fire && in_rows) begin
-                fill_beat <= rdata;
+            if (fill_fire) part <= last_part ? 2'd0 : part + 2'd1;
+            if (table_fire && in_rows) begin
+                fill_beat <= table_beat;
                 fill_entries <= P;
                 fill_got <= fill_got + 32'd1;
             end else if (fill_entries != 32'd0) begin
@@ -434,7 +459,7 @@ module fg_seq_stage #(
                 fill_entries <= fill_entries - 32'd1;
             end
             // bias beats: a row every BIAS_WORDS
-            if (fill_fire && !in_rows) begin
+            if (table_fire && !in_rows) begin
                 bias_words <= bias_shifted;
                 fill_got <= fill_got + 32'd1;
                 bias_word <= (bias_word == BIAS_WORDS - 1) ? 32'd0 : bias_word + 32'd1;
