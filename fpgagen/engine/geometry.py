@@ -450,7 +450,9 @@ class SequentialShape:
     def load_cycles(self) -> int:
         """The load phase: the first beat's memory latency, then a row-table entry (P a beat,
         padding included) or a port beat a cycle, whichever is slower (fg_seq_stage.v)."""
-        return MEMORY_LATENCY + self.row_table_beats * max(self.pes, self.table_parts) + self.bias_beats * self.table_parts
+        return (
+            MEMORY_LATENCY + self.row_table_beats * max(self.pes, self.table_parts) + self.bias_beats * self.table_parts
+        )
 
     @property
     def bias_words(self) -> int:
