@@ -10,8 +10,8 @@ a calibration set's unlikeness):
   mlp-codebook    the MLP after `fpgagen share --values 16` (each layer's weights clustered into 16
                   values): its dataflow layers carry 4-bit codebook indices
   gc-dataflow-64  Graph Challenge, --schedule dataflow --pes 64 (K still the scheduler's)
-  gc-seq-16       Graph Challenge, --schedule sequential --pes 16
-  mlp-seq-16      the MLP, --schedule sequential --pes 16
+  gc-seq-32       Graph Challenge, --schedule sequential --pes 32
+  mlp-seq-32      the MLP, --schedule sequential --pes 32
 The sequential designs' memory answers every burst the manifest's memory_latency (100) cycles
 after its address, at the channel's bandwidth.
 
@@ -91,9 +91,11 @@ CONFIGS = (
     Config("mlp-codebook", "mlp16", (), 0.85, "weights shared into 16 values; the scheduler's own choice"),
     Config("gc-dataflow-64", "gc", ("--schedule", "dataflow", "--pes", "64"), 0.80, "forced P=64"),
     # sequential stages read their weights from a memory that answers each burst 100 cycles late
-    # (the testbench's default, tb_engine.py): issue 11 asks for 60% of the channel's bandwidth
-    Config("gc-seq-16", "gc", ("--schedule", "sequential", "--pes", "16"), 0.60, "forced sequential P=16"),
-    Config("mlp-seq-16", "mlp", ("--schedule", "sequential", "--pes", "16"), 0.60, "forced sequential P=16"),
+    # (the testbench's default, tb_engine.py): issue 11 asks for 60% of the channel's bandwidth. At
+    # P=32 (the sequential policy's own choice for GC) a beat of 16-bit slots is 64 bytes, more than
+    # the channel's 48 a cycle: the channel is the limit, so its use is the figure that matters
+    Config("gc-seq-32", "gc", ("--schedule", "sequential", "--pes", "32"), 0.60, "forced sequential P=32"),
+    Config("mlp-seq-32", "mlp", ("--schedule", "sequential", "--pes", "32"), 0.60, "forced sequential P=32"),
 )
 
 

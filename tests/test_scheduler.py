@@ -56,7 +56,11 @@ def _run_options(cost: CostModel, run: tuple[int, ...], policy: str, pes: int | 
             cost.dataflow(run[0], p, units) for p in DATAFLOW_PES if pes in (None, p) for units in UNITS if units <= p
         ]
     if policy != DATAFLOW:
-        options += [cost.sequential(run[0], run[-1], p) for p in SEQUENTIAL_PES if pes in (None, p)]
+        options += [
+            cost.sequential(run[0], run[-1], p)
+            for p in SEQUENTIAL_PES
+            if pes in (None, p) and cost.sequential_shape(run[0], run[-1], p).buildable
+        ]
     return options
 
 
@@ -225,8 +229,12 @@ def test_forced_pes_are_optimal_among_designs_with_those_pes():
         expected = brute_force(cost, "auto", "throughput", pes)
         assert scheduled.schedule.estimate.bottleneck == pytest.approx(expected[0], rel=1e-9)
         assert scheduled.schedule.estimate.latency == pytest.approx(expected[1], rel=1e-9)
-    with pytest.raises(FpgagenError, match="64 PEs per stage is not possible with the sequential policy"):
+    with pytest.raises(FpgagenError, match="128 PEs per stage is not possible with the sequential policy"):
+        schedule(model, U280, "sequential", pes=128)
+    # 8-bit weights need 16-bit slots: 64 of them would be a 1024-bit port
+    with pytest.raises(FpgagenError, match="no sequential design with 64 PEs per stage can be built .* at most 512 bits"):
         schedule(model, U280, "sequential", pes=64)
+    assert {stage.pes for stage in schedule(model, U280, "sequential", pes=32).schedule.stages} == {32}
 
 
 def test_policies_shape_the_stages():
@@ -356,6 +364,16 @@ def test_weights_in_ultraram_are_refused_because_it_cannot_be_initialized():
     ) as error:
         apply_schedule(model, Schedule(stages, 16, "u280", 300.0, "auto", "throughput"))
     assert "UltraRAM cannot hold initialized ROM contents on UltraScale+ parts" in str(error.value)
+
+
+def test_a_sequential_stage_whose_port_or_slots_are_too_wide_is_refused():
+    model = random_chain([20, 30, 10], 8)  # 8-bit weights
+    first = Stage(DATAFLOW, (0,), 4, "bram")
+    wide = (first, Stage(SEQUENTIAL, (1,), 64, "offchip"))  # 16-bit slots: valid, an address bit, the weight
+    with pytest.raises(FpgagenError, match=r"stage 1 \(layers fc1\): 64 PEs of 16-bit off-chip slots make a 1024-bit"):
+        apply_schedule(model, Schedule(wide, 16, "u280", 300.0, "auto", "throughput"))
+    narrow = (first, Stage(SEQUENTIAL, (1,), 32, "offchip"))
+    assert apply_schedule(model, Schedule(narrow, 16, "u280", 300.0, "auto", "throughput")).schedule is not None
 
 
 # Boards ---------------------------------------------------------------------------------------

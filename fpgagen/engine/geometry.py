@@ -56,6 +56,9 @@ TABLE_SLOT_BITS = 32  # off-chip field of a row-table entry, and the unit of a b
 # {valid, local, weight} fit: a sequential stage is bound by its channel, and every bit of a slot
 # is read once per nonzero input (2 or 4 times fewer bytes than 32-bit slots for 8-bit weights).
 OFFCHIP_SLOT_WIDTHS = (8, 16, 32)
+# An AXI4 master's data: the HBM and DDR ports of Vitis platforms take at most 512 bits, so a
+# sequential stage of narrow slots may have more PEs (32 of 16-bit slots, 64 of 8-bit ones).
+MAX_PORT_BITS = 512
 
 MIN_ACC_BITS = 2  # a layer whose sums are all tiny still gets a sign bit and a magnitude bit
 UNITS = (1, 2, 4)  # issue units of a dataflow stage: a block RAM port each, two per copy of its ROMs
@@ -115,13 +118,11 @@ class SlotWord:
 
 def offchip_slot(local_bits: int, weight_bits: int) -> SlotWord:
     """The off-chip slot of a stage whose PEs have `local_bits`-bit addresses and whose weights are
-    `weight_bits` wide: the narrowest of OFFCHIP_SLOT_WIDTHS, its local field padded to fill it."""
-    width = next(w for w in OFFCHIP_SLOT_WIDTHS if 1 + local_bits + weight_bits <= w)
+    `weight_bits` wide: the narrowest of OFFCHIP_SLOT_WIDTHS (a power of two beyond them, which no
+    stage can take: SequentialShape.buildable), its local field padded to fill it."""
+    needed = 1 + local_bits + weight_bits
+    width = next((w for w in OFFCHIP_SLOT_WIDTHS if needed <= w), 1 << (needed - 1).bit_length())
     return SlotWord(width - 1 - weight_bits, weight_bits)
-
-
-# Local addresses the widest off-chip slot names with the widest weights (16 bits: parse_precision).
-OFFCHIP_MAX_ADDRESSES = 1 << (OFFCHIP_SLOT_WIDTHS[-1] - 1 - 16)
 
 
 def entry_bits(local_bits: int, weight_bits: int) -> int:
@@ -404,6 +405,12 @@ class SequentialShape:
     def beat_bytes(self) -> int:
         """A beat of the stage's memory port: P off-chip slots."""
         return self.slot.width // 8 * self.pes
+
+    @property
+    def buildable(self) -> bool:
+        """Whether its slots are one of OFFCHIP_SLOT_WIDTHS and its port at most MAX_PORT_BITS. A
+        longer run of layers never is when a shorter one is not: its slots only widen."""
+        return self.slot.width <= OFFCHIP_SLOT_WIDTHS[-1] and 8 * self.beat_bytes <= MAX_PORT_BITS
 
     @property
     def table_parts(self) -> int:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engine.geometry import OFFCHIP_MAX_ADDRESSES, UNITS
+from ..engine.geometry import MAX_PORT_BITS, OFFCHIP_SLOT_WIDTHS, UNITS, SequentialShape
+from ..engine.plan import layer_shape
 from ..errors import FpgagenError
 from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, LayerSchedule, Model, Schedule
 
 DATAFLOW_PES = (1, 2, 4, 8, 16, 32, 64)
-SEQUENTIAL_PES = (1, 2, 4, 8, 16)  # AXI data width 32 * P bits, at most 512
+SEQUENTIAL_PES = (1, 2, 4, 8, 16, 32, 64)  # AXI data width: P slots of 8, 16 or 32 bits, at most 512
 IN_LANES = (1, 2, 4, 8, 16, 32)  # AXI4-Stream data width 16 * K bits, at most 512
 
 
@@ -56,12 +57,17 @@ def _check_stage(model: Model, number: int, stage) -> None:
             raise FpgagenError(f"{where}: sequential weights live off chip")
         if stage.units != 1:
             raise FpgagenError(f"{where}: a sequential stage has one issue unit, not {stage.units}")
-        for index in stage.layers:
-            layer = model.layers[index]
-            if -(-layer.out_features // stage.pes) > OFFCHIP_MAX_ADDRESSES:
-                raise FpgagenError(
-                    f"{where}: layer {layer.name} has {layer.out_features} outputs, more than "
-                    f"{OFFCHIP_MAX_ADDRESSES} per lane, which the off-chip weight format cannot address"
-                )
+        shape = SequentialShape.of(stage.pes, [layer_shape(model.layers[index], stage.pes) for index in stage.layers])
+        if shape.slot.width > OFFCHIP_SLOT_WIDTHS[-1]:
+            raise FpgagenError(
+                f"{where}: {shape.addresses} outputs per lane and {shape.weight_bits}-bit weights need "
+                f"{1 + shape.local_bits + shape.weight_bits}-bit off-chip slots, more than "
+                f"{OFFCHIP_SLOT_WIDTHS[-1]}: give the stage more PEs"
+            )
+        if 8 * shape.beat_bytes > MAX_PORT_BITS:
+            raise FpgagenError(
+                f"{where}: {stage.pes} PEs of {shape.slot.width}-bit off-chip slots make a "
+                f"{8 * shape.beat_bytes}-bit memory port, more than {MAX_PORT_BITS}: give the stage fewer PEs"
+            )
     else:
         raise FpgagenError(f"{where}: unknown mode {stage.mode!r}")

@@ -599,6 +599,8 @@ class CostModel:
         held = {width: np.zeros(1) for width in OFFCHIP_SLOT_WIDTHS}
         for last in range(first, len(self.layers)):
             shape = shape.then(self.shape(last, pes))
+            if not shape.buildable:
+                return
             for width in [width for width in time if width < shape.slot.width]:
                 del time[width], held[width]
             for width in time:

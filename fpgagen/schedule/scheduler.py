@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from ..engine.clock import engine_clocked
-from ..engine.geometry import OFFCHIP_MAX_ADDRESSES, UNITS
+from ..engine.geometry import MAX_PORT_BITS, UNITS
 from ..errors import DoesNotFit, FpgagenError
 from ..ir import DATAFLOW, SEQUENTIAL, Model, Schedule
 from .activity import Activity
@@ -125,11 +125,9 @@ def candidate_stages(cost: CostModel, policy: str, pes: int | None = None) -> li
     for p in sequential_pes:
         firsts = [0] if policy == SEQUENTIAL else range(count)
         for first in firsts:
-            for run in cost.sequential_runs(first, p):
+            for run in cost.sequential_runs(first, p):  # the runs whose slots and port the engine takes
                 if policy == SEQUENTIAL and run.last != count - 1:
                     continue
-                if -(-cost.layers[run.last].out_features // p) > OFFCHIP_MAX_ADDRESSES:
-                    break  # the off-chip word cannot address that many outputs per lane; longer runs keep the layer
                 candidates.append(run)
     return candidates
 
@@ -460,7 +458,11 @@ def shortfall(problem: Problem, description: str) -> DoesNotFit:
     board = problem.cost.board
     model = problem.cost.model.name
     if not problem.candidates:
-        return DoesNotFit(f"no {description} can be built for model {model}")
+        # Only sequential stages can be refused outright: dataflow ones of every P exist.
+        return DoesNotFit(
+            f"no {description} can be built for model {model}: a sequential stage's memory port is its P "
+            f"off-chip slots of 8, 16 or 32 bits (as its addresses and weights need), at most {MAX_PORT_BITS} bits"
+        )
     _, least = problem.cover_bounds(problem.resources)
     if np.isinf(least).any():
         return DoesNotFit(

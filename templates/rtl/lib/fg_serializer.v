@@ -65,7 +65,10 @@ module fg_serializer #(
 
     // The item's index: base, then this group's offset with the position in it.
     localparam [31:0] OFFSET32 = OFFSET;
+    // Wider than IDX_W when the stage has more PEs than its layer outputs: the bits above are zero.
+    /* verilator lint_off UNUSEDSIGNAL */
     wire [BASE_W+STRIDE_W-1:0] index;
+    /* verilator lint_on UNUSEDSIGNAL */
     generate
         if (STRIDE_W == 0) begin : g_base
             assign index = base_w;
