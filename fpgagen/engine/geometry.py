@@ -44,8 +44,12 @@ REQUEST_DEPTH = 16  # row reads queued for the AXI master
 # meanwhile, the reader keeps MAX_BURSTS bursts in flight: with rows of two or three beats, more
 # than the channel delivers in MEMORY_LATENCY cycles (at most one beat a cycle).
 MEMORY_LATENCY = 100
-MAX_BURSTS = 64  # AXI4 read bursts in flight
-ACTIVATION_DEPTH = 64  # activations waiting for their rows' beats: one per burst in flight (LUTRAM up to 64)
+# Rows of one beat (Graph Challenge at P=32) at 0.75 beats a cycle need about 90 bursts in flight
+# to cover MEMORY_LATENCY and the read path's own cycles.
+MAX_BURSTS = 128  # AXI4 read bursts in flight
+# Activations waiting for their rows' beats: one per burst in flight, and the 7 lookups that may
+# be on their way when the FIFO's room flag is seen (fg_seq_stage.v, SLACK).
+ACTIVATION_DEPTH = MAX_BURSTS + 7
 AXI_ADDRESS_BITS = 64  # byte addresses of the AXI4 master
 MAX_BURST_BEATS = 256  # AXI4 INCR bursts are at most 256 beats
 AXI_PAGE = 4096  # AXI4 bursts may not cross a 4 KB boundary; sequential layers start on one
