@@ -105,13 +105,13 @@ MLPS = {
     # a sequential stage first, then dataflow with P = 8
     "sequential_first": ([257, 33, 65, 17], [RELU, FLOOR, NONE], "w8a16", (seq((0, 1), 2), df(2, 8, 2)), 16),
     # 4-bit weights and 8-bit activations: accumulators narrower than a product, in both modes; the
-    # first layer's weights share three values (a 2-bit codebook index); the sequential stage's 64
-    # PEs take 8-bit off-chip slots on a 512-bit port, a beat of its tables in 4 port beats
+    # first layer's weights share three values (a 2-bit codebook index); the sequential stage's 32
+    # PEs take 8-bit off-chip slots on a 256-bit port, a beat of its tables in 4 port beats
     "narrow_w4a8": (
         [48, 70, 20, 6],
         [RELU, CLIP, NONE],
         "w4a8",
-        (df(0, 8), seq((1,), 64), df(2, 2)),
+        (df(0, 8), seq((1,), 32), df(2, 2)),
         16,
         ((-0.5, 0.25, 0.75),),
     ),

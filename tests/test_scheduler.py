@@ -28,7 +28,7 @@ from fpgagen.schedule.scheduler import schedule
 U280 = load_board("u280")
 
 
-def random_chain(sizes: list[int], seed: int, density: float = 0.3) -> Model:
+def random_chain(sizes: list[int], seed: int, density: float = 0.3, precision: str = "w8a16") -> Model:
     """A quantized chain of ReLU layers with random sparse weights."""
     rng = np.random.default_rng(seed)
     layers = []
@@ -38,7 +38,7 @@ def random_chain(sizes: list[int], seed: int, density: float = 0.3) -> Model:
             Layer(f"fc{index}", f"fc{index}", sparse_weights(dense), 0.1 * rng.standard_normal(n_out), Activation(0.0))
         )
     model = Model(f"chain{seed}", tuple(layers), "x", "y", (sizes[0],))
-    return quantize(model, parse_precision("w8a16"))
+    return quantize(model, parse_precision(precision))
 
 
 def board(**changes) -> Board:
@@ -229,12 +229,13 @@ def test_forced_pes_are_optimal_among_designs_with_those_pes():
         expected = brute_force(cost, "auto", "throughput", pes)
         assert scheduled.schedule.estimate.bottleneck == pytest.approx(expected[0], rel=1e-9)
         assert scheduled.schedule.estimate.latency == pytest.approx(expected[1], rel=1e-9)
-    with pytest.raises(FpgagenError, match="128 PEs per stage is not possible with the sequential policy"):
-        schedule(model, U280, "sequential", pes=128)
-    # 8-bit weights need 16-bit slots: 64 of them would be a 1024-bit port
-    with pytest.raises(FpgagenError, match="no sequential design with 64 PEs per stage can be built .* at most 512 bits"):
+    with pytest.raises(FpgagenError, match="64 PEs per stage is not possible with the sequential policy"):
         schedule(model, U280, "sequential", pes=64)
     assert {stage.pes for stage in schedule(model, U280, "sequential", pes=32).schedule.stages} == {32}
+    # 16-bit weights need 32-bit slots: 32 of them would be a 1024-bit port
+    wide = random_chain([24, 50, 12, 40], 7, precision="w16a16")
+    with pytest.raises(FpgagenError, match="no sequential design with 32 PEs per stage can be built .* at most 512 bits"):
+        schedule(wide, U280, "sequential", pes=32)
 
 
 def test_policies_shape_the_stages():
@@ -367,13 +368,12 @@ def test_weights_in_ultraram_are_refused_because_it_cannot_be_initialized():
 
 
 def test_a_sequential_stage_whose_port_or_slots_are_too_wide_is_refused():
-    model = random_chain([20, 30, 10], 8)  # 8-bit weights
-    first = Stage(DATAFLOW, (0,), 4, "bram")
-    wide = (first, Stage(SEQUENTIAL, (1,), 64, "offchip"))  # 16-bit slots: valid, an address bit, the weight
-    with pytest.raises(FpgagenError, match=r"stage 1 \(layers fc1\): 64 PEs of 16-bit off-chip slots make a 1024-bit"):
-        apply_schedule(model, Schedule(wide, 16, "u280", 300.0, "auto", "throughput"))
-    narrow = (first, Stage(SEQUENTIAL, (1,), 32, "offchip"))
-    assert apply_schedule(model, Schedule(narrow, 16, "u280", 300.0, "auto", "throughput")).schedule is not None
+    stages = (Stage(DATAFLOW, (0,), 4, "bram"), Stage(SEQUENTIAL, (1,), 32, "offchip"))
+    wide = random_chain([20, 30, 10], 8, precision="w16a16")  # 32-bit slots: valid, an address bit, the weight
+    with pytest.raises(FpgagenError, match=r"stage 1 \(layers fc1\): 32 PEs of 32-bit off-chip slots make a 1024-bit"):
+        apply_schedule(wide, Schedule(stages, 16, "u280", 300.0, "auto", "throughput"))
+    narrow = random_chain([20, 30, 10], 8)  # 8-bit weights: 16-bit slots, a 512-bit port
+    assert apply_schedule(narrow, Schedule(stages, 16, "u280", 300.0, "auto", "throughput")).schedule is not None
 
 
 # Boards ---------------------------------------------------------------------------------------

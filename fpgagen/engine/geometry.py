@@ -61,7 +61,7 @@ TABLE_SLOT_BITS = 32  # off-chip field of a row-table entry, and the unit of a b
 # is read once per nonzero input (2 or 4 times fewer bytes than 32-bit slots for 8-bit weights).
 OFFCHIP_SLOT_WIDTHS = (8, 16, 32)
 # An AXI4 master's data: the HBM and DDR ports of Vitis platforms take at most 512 bits, so a
-# sequential stage of narrow slots may have more PEs (32 of 16-bit slots, 64 of 8-bit ones).
+# sequential stage of 16-bit slots may have 32 PEs.
 MAX_PORT_BITS = 512
 
 MIN_ACC_BITS = 2  # a layer whose sums are all tiny still gets a sign bit and a magnitude bit

@@ -360,9 +360,14 @@ module fg_seq_stage #(
         else if (act_pop) got <= {CNT_W{1'b0}};
         else if (r_fire) got <= got + 1'b1;
     end
-    // Every beat is in: the end entries go to the PEs.
-    wire all_in = ended && !l1_valid && !l2_valid && !l3_valid && !l4_valid && !req_push && !q_valid
+    // Every beat is in: the end entries go to the PEs. Registered (a cycle a pass), since the
+    // reader's idle flag compares its count of bursts in flight with zero (timing); once true it
+    // stays true until the pass ends, and `ended` is clear cycles before the next pass computes.
+    reg all_in;
+    always @(posedge clk) begin
+        all_in <= !rst && ended && !l1_valid && !l2_valid && !l3_valid && !l4_valid && !req_push && !q_valid
                   && !act_valid && reader_idle;
+    end
     reg end_sent;
     wire send_end = computing && all_in && !end_sent && ok;
 
