@@ -41,6 +41,7 @@ from fpgagen.schedule.cost_model import (
     L_WORDS,
     READER_LOGIC,
     CostModel,
+    LayerCycles,
     Resources,
     engine_logic,
     least_pe_luts,
@@ -166,7 +167,8 @@ def test_a_sequential_stage_runs_its_layers_one_pass_after_the_other():
     assert second.output == 0  # the model's last layer drains dense beats
     assert second.drain == 1 + L_DRAIN  # its 2 outputs at one address on 2 PEs, no words
     stage = estimate.stages[0]
-    assert stage.interval == pytest.approx(2 * L_PASS + first.compute + first.occupancy + second.compute + second.drain)
+    # each pass starts, computes and drains; the serializer's outputs overlap the next pass
+    assert stage.interval == pytest.approx(2 * L_PASS + first.compute + first.drain + second.compute + second.drain)
     # a batch's first vector also waits for the load phase: the first beat, then a row-table entry
     # (3 + 5 rows) a cycle, or a bias row (3 + 1 addresses at P = 2) in two port beats of 16-bit slots
     assert cost.sequential_shape(0, 1, 2).slot.width == 16
@@ -179,6 +181,27 @@ def test_a_sequential_stage_runs_its_layers_one_pass_after_the_other():
     assert estimate.to_dict()["totals"]["throughput"]["edges_per_s"] == pytest.approx(
         estimate.vectors_per_s() * cost.model.nnz
     )
+
+
+def test_a_pass_looks_up_the_outputs_of_the_pass_before_as_the_serializer_emits_them():
+    """Two vectors: the pass before drains in 40 cycles and serializes its outputs in 500 on the
+    first, 60 on the second (the serializer's time includes the drain's), from the start of its drain."""
+    before = LayerCycles(0.0, 40, 380.0, "memory", np.array([300.0, 300.0]), np.array([500.0, 60.0]))
+    alone = LayerCycles(400.0, 20, 0.0, "memory", np.array([400.0, 400.0]), np.zeros(1))
+    # looped back: its last input comes 500 - 40 - L_PASS cycles into the pass, then its row's read
+    looped = alone.after(before, looped_back=True)
+    latency = L_COMPUTE + L_MEMORY + MEMORY_LATENCY
+    assert looped.computes.tolist() == [500 - 40 - L_PASS + latency, 400.0]
+    assert looped.compute == pytest.approx(looped.computes.mean())
+    assert looped.bound == "memory"  # on average its own reads take longer
+    assert looped.held.tolist() == (L_PASS + looped.computes + 20).tolist()
+    # a stage's first layer reads the channel: only its drain waits for the serializer
+    first = alone.after(before, looped_back=False)
+    assert first.computes.tolist() == [max(400.0, 500 - 40 - L_PASS), 400.0]
+    # a serializer slower than the reads on average makes the layer input-bound
+    slow = replace(before, outputs=np.array([900.0, 900.0]))
+    assert alone.after(slow, looped_back=True).bound == "input"
+    assert alone.after(slow, looped_back=True).compute == pytest.approx(900 - 40 - L_PASS + latency)
 
 
 def test_a_dataflow_design_interval_is_its_slowest_stage_vector_by_vector():

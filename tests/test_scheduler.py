@@ -495,7 +495,7 @@ def test_schedule_command_json_has_the_documented_fields(tmp_path, run_cli):
     assert len(document["layers"]) == 3
     for layer in document["layers"]:
         assert {"mode", "pes", "units", "stage", "cycles", "bound", "resources"} <= set(layer)
-        assert set(layer["cycles"]) == {"compute", "drain", "output"} and layer["bound"] in ("compute", "memory")
+        assert set(layer["cycles"]) == {"compute", "drain", "output"} and layer["bound"] in ("compute", "memory", "input")
         assert set(layer["resources"]) == {"dsp", "bram", "uram", "lut", "ff"}
     for stage in document["stages"]:
         assert {"mode", "layers", "pes", "interval", "latency", "resources"} <= set(stage)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 
 import numpy as np
@@ -89,7 +89,9 @@ BRAM18_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 
 BRAM36_BITS = 36 * 1024
 URAM_BITS = URAM_DEPTH * URAM_WIDTH
 
-COMPUTE_BOUND, MEMORY_BOUND = "compute", "memory"
+# What limits a layer's compute: its issue units and PEs, its memory port, or (a sequential layer)
+# the serializer that hands it the outputs of the pass before.
+COMPUTE_BOUND, MEMORY_BOUND, INPUT_BOUND = "compute", "memory", "input"
 RESOURCE_KINDS = ("dsp", "bram", "uram", "lut", "ff")
 
 
@@ -222,15 +224,47 @@ class LayerCycles:
     compute: float  # issue units and PEs (and a sequential layer's memory port), with their latency
     drain: float  # the drain's reading of the bank: what the RTL counts (waits for output room excluded)
     output: float  # the serializers' emitting of the nonzero outputs (0: dense beats, the model's output)
-    bound: str  # COMPUTE_BOUND or MEMORY_BOUND: what limits compute
-    # per vector of the activity (one expected vector unless measured): how long the layer holds
-    # its stage, compute and drain overlapped (dataflow) or one after the other (sequential)
-    held: np.ndarray = field(compare=False, repr=False)
+    bound: str  # COMPUTE_BOUND, MEMORY_BOUND or INPUT_BOUND: what limits compute
+    # `compute` and `output` per vector of the activity (one expected vector unless measured)
+    computes: np.ndarray = field(compare=False, repr=False)
+    outputs: np.ndarray = field(compare=False, repr=False)
 
     @property
     def occupancy(self) -> float:
         """How long the drain holds its bank: until every output is written or serialized."""
         return max(self.drain, self.output)
+
+    @property
+    def overlapped(self) -> np.ndarray:
+        """Per vector, how long a dataflow layer holds its stage: compute and the drain of the
+        vector before overlap (the two accumulator banks ping-pong)."""
+        return np.maximum(self.computes, np.maximum(self.drain, self.outputs))
+
+    @property
+    def held(self) -> np.ndarray:
+        """Per vector, how long a sequential layer's pass holds its stage: it starts, computes and
+        drains; the serializer's outputs overlap the next pass (`after`)."""
+        return L_PASS + self.computes + self.drain
+
+    def after(self, before: LayerCycles, looped_back: bool) -> LayerCycles:
+        """This sequential layer's pass when it follows the pass of `before` in its stage
+        (docs/cost-model.md, "Sequential passes"). It starts L_PASS cycles after `before`'s drain,
+        while the serializer still emits `before`'s nonzero outputs. A layer that takes them from
+        the loop-back FIFO computes until the last of them has been looked up and its row read (the
+        pass's fixed latency after it); a stage's first layer takes its inputs from the channel,
+        and only its drain waits for the serializer."""
+        waiting = before.outputs - before.drain - L_PASS
+        if looped_back:
+            waiting = waiting + sequential_latency()
+        computes = np.maximum(self.computes, waiting)
+        bound = INPUT_BOUND if float(waiting.mean()) > float(self.computes.mean()) else self.bound
+        return replace(self, compute=float(computes.mean()), bound=bound, computes=computes)
+
+
+def sequential_latency() -> float:
+    """A sequential pass's cycles after its last row is asked for: the read (MEMORY_LATENCY, the
+    AXI reader and the RAM) and the PEs' pipeline."""
+    return L_COMPUTE + L_MEMORY + MEMORY_LATENCY
 
 
 @dataclass(frozen=True)
@@ -507,13 +541,10 @@ class CostModel:
         inputs = self.activity.inputs(index)
         drain = ceil_div(self.layers[index].out_features, pes) + L_DRAIN + (0 if self.is_last(index) else L_WORDS)
         output = self._output_per_vector(index, pes, units)
-        occupancy = np.maximum(drain, output)
         if mode == DATAFLOW:
             issue = issue_cycles(inputs, placement.row_cycles, units)
             compute = np.maximum(issue, pe_cycles(inputs, placement.counts)) + L_COMPUTE
-            # the two accumulator banks ping-pong: a vector's compute overlaps the last one's drain
-            held = np.maximum(compute, occupancy)
-            return LayerCycles(float(compute.mean()), drain, float(output.mean()), COMPUTE_BOUND, held)
+            return LayerCycles(float(compute.mean()), drain, float(output.mean()), COMPUTE_BOUND, compute, output)
         # a sequential layer: one activation a cycle looked up, one beat a cycle taken, the beats
         # brought over the memory port
         beats = inputs.rows @ placement.beats
@@ -521,9 +552,8 @@ class CostModel:
         memory = self.memory_cycles(beats, inputs.rows @ (placement.beats > 0), slot_width // 8 * pes)
         bound = MEMORY_BOUND if memory.mean() > work.mean() else COMPUTE_BOUND
         # a pass's first read waits MEMORY_LATENCY: its rows come from the pass before
-        compute = np.maximum(work, memory) + L_COMPUTE + L_MEMORY + MEMORY_LATENCY
-        held = L_PASS + compute + occupancy  # a pass computes, then drains
-        return LayerCycles(float(compute.mean()), drain, float(output.mean()), bound, held)
+        compute = np.maximum(work, memory) + sequential_latency()
+        return LayerCycles(float(compute.mean()), drain, float(output.mean()), bound, compute, output)
 
     def memory_cycles(self, beats: np.ndarray, reads: np.ndarray, beat_bytes: int) -> np.ndarray:
         """Cycles to bring `beats` beats of `beat_bytes` bytes over one memory channel in `reads`
@@ -581,7 +611,7 @@ class CostModel:
             interval=max(cycles.compute, cycles.occupancy),  # the two accumulator banks ping-pong
             latency=cycles.compute + cycles.occupancy,
             resources=total(self.dataflow_memories(index, pes, units)) + logic,
-            held=cycles.held,
+            held=cycles.overlapped,
         )
 
     # Sequential stages -------------------------------------------------------------------------
@@ -592,31 +622,41 @@ class CostModel:
         Built incrementally (the stage's shape grows by one layer at a time), so all runs from
         `first` cost O(layers) together; the scheduler asks for every run of the model. The
         stage's off-chip slots only widen as the run grows: the passes are summed for every width
-        the run may still take.
+        the run may still take. A pass depends on the one before (`LayerCycles.after`): the
+        passes after the first are summed as the run grows, the first's follows the run's last.
         """
         shape = SequentialShape(pes)
-        time = dict.fromkeys(OFFCHIP_SLOT_WIDTHS, 0.0)
-        held = {width: np.zeros(1) for width in OFFCHIP_SLOT_WIDTHS}
+        looped = {width: np.zeros(1) for width in OFFCHIP_SLOT_WIDTHS}  # the passes after the first
+        before: dict[int, LayerCycles] = {}  # the run's last layer
         for last in range(first, len(self.layers)):
             shape = shape.then(self.shape(last, pes))
             if not shape.buildable:
                 return
-            for width in [width for width in time if width < shape.slot.width]:
-                del time[width], held[width]
-            for width in time:
+            for width in [width for width in looped if width < shape.slot.width]:
+                del looped[width]
+            for width, passes in looped.items():
                 cycles = self.cycles(last, pes, SEQUENTIAL, slot_width=width)
-                time[width] += L_PASS + cycles.compute + cycles.occupancy  # one pass after the other
-                held[width] = held[width] + cycles.held
+                if last > first:
+                    looped[width] = passes + cycles.after(before[width], looped_back=True).held
+                before[width] = cycles
             memories = sequential_memories(shape, stage_output(self.model, last, pes, 1), self.uram)
             logic = engine_logic(shape.logic())
             width = shape.slot.width
+            opening = self.cycles(first, pes, SEQUENTIAL, slot_width=width).after(before[width], looped_back=False)
+            held = looped[width] + opening.held
             yield StageCost(
                 stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP),
-                interval=time[width],
-                latency=time[width] + shape.load_cycles,  # a batch's first vector waits for the load phase
+                interval=float(held.mean()),
+                latency=float(held.mean()) + shape.load_cycles,  # a batch's first vector waits for the load phase
                 resources=total(memories) + logic + Resources(ff=shape.load_register_bits),
-                held=held[width],
+                held=held,
             )
+
+    def passes(self, stage: Stage) -> list[LayerCycles]:
+        """The cycles of a sequential stage's layers as its passes follow each other."""
+        width = self.slot_width(stage)
+        alone = [self.cycles(index, stage.pes, SEQUENTIAL, slot_width=width) for index in stage.layers]
+        return [cycles.after(alone[k - 1], looped_back=k > 0) for k, cycles in enumerate(alone)]
 
     def sequential_shape(self, first: int, last: int, pes: int) -> SequentialShape:
         return SequentialShape.of(pes, [self.shape(index, pes) for index in range(first, last + 1)])
@@ -700,7 +740,11 @@ class CostModel:
         for number, stage in enumerate(stages):
             cost = self.stage(stage)
             held.append(cost.held)
-            for index in stage.layers:
+            if stage.mode == DATAFLOW:
+                cycles = [self.cycles(stage.layers[0], stage.pes, DATAFLOW, stage.units)]
+            else:
+                cycles = self.passes(stage)
+            for index, layer_cycles in zip(stage.layers, cycles):
                 layer_estimates.append(
                     LayerEstimate(
                         index=index,
@@ -710,7 +754,7 @@ class CostModel:
                         stage=number,
                         units=stage.units,
                         weight_memory=stage.weight_memory,
-                        cycles=self.cycles(index, stage.pes, stage.mode, stage.units, self.slot_width(stage)),
+                        cycles=layer_cycles,
                         # a dataflow layer is its stage; a sequential one shares its stage's tables and engine
                         resources=cost.resources if stage.mode == DATAFLOW else Resources(),
                     )

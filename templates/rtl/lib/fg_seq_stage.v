@@ -593,8 +593,8 @@ module fg_seq_stage #(
     assign finish = dense_out ? (dense_valid && dense_last) : end_word;
 
     // One serializer for the loop-back FIFO and the output channel: the layer it serves says which.
-    // Its items stay with the layer that drained them (the next pass starts only after its end
-    // item). A stage whose only layer drains dense beats has none.
+    // Its items stay with the layer that drained them (a drain starts only after the end item of
+    // the pass before). A stage whose only layer drains dense beats has none.
     generate
         if (DENSE == 0 || LAYERS > 1) begin : g_serialize
             wire [WORD_W-1:0] word = end_word ? {1'b1, {(WORD_W - 1){1'b0}}} : {1'b0, w2_addr, w2_count, w2_mask, w2_values};
@@ -622,9 +622,10 @@ module fg_seq_stage #(
     endgenerate
     assign out_item = {drained_item[DR_ITEM_W-1], drained_item[VALUE_W +: OUT_IDX_W], drained_item[VALUE_W-1:0]};
     assign out_valid = drained_valid && serial_last;
-    // The loop-back items of a pass are all serialized before the next pass's first look-up:
-    // the pass ends (LOAD) only after the end item has left the serializer.
-    reg passing;                        // the drained words of this pass are still being serialized
+    // The next pass starts as soon as a drain has its words: it looks up the loop-back items while
+    // the serializer still emits them, and its end comes after theirs. Only a drain waits for the
+    // serializer to be done with the pass before: `serial_last` routes the items of one pass.
+    reg passing;                        // the drained words of the last pass are still being serialized
     wire end_serialized = drained_valid && drained_item[DR_ITEM_W-1];
 
     // ---- the sequence of passes ------------------------------------------------------------------------
@@ -642,7 +643,7 @@ module fg_seq_stage #(
             drained <= 2'b00;
             case (state)
                 S_LOAD: if (fill_wanted) state <= S_FILL;
-                        else if (run && !passing && filled) state <= S_LOAD2;
+                        else if (run && filled) state <= S_LOAD2;
                 S_FILL: if (fill_done) state <= S_LOAD;
                 S_LOAD2: state <= S_LOAD3;
                 S_LOAD3: begin
@@ -667,7 +668,7 @@ module fg_seq_stage #(
                     // the descriptor again, for the weights' new address.
                     state <= S_LOAD;
                 end
-                S_DONE: if (bank ? whole1 : whole0) begin
+                S_DONE: if ((bank ? whole1 : whole0) && !passing) begin
                     state <= S_DRAIN;
                     serial_last <= last_layer;
                     issuing <= 1'b1;
