@@ -115,15 +115,16 @@ MLPS = {
         16,
         ((-0.5, 0.25, 0.75),),
     ),
-    # every nonzero of a layer alike: positions only, the drain multiplying by 3 * 2^k, subtracting
-    # 2^k times the sum; a sequential stage keeps the weights (they come from its off-chip image)
+    # every nonzero of a layer alike: positions only, the PEs multiplying by 3 * 2^k, the drain
+    # subtracting 2^k times the sum; the sequential stage's two layers share 0.375: its off-chip
+    # slots are positions only too (8 bits on a 32-bit port), its PEs multiply by the constant
     "positions_only": (
-        [40, 64, 48, 10],
-        [RELU, CLIP, NONE],
+        [40, 64, 48, 30, 10],
+        [RELU, CLIP, RELU, NONE],
         "w8a16",
-        (df(0, 4, 2), df(1, 8, 4), seq((2,), 4)),
+        (df(0, 4, 2), df(1, 8, 4), seq((2, 3), 4)),
         16,
-        (0.375, -0.125, 0.25),
+        (0.375, -0.125, 0.375, 0.375),
     ),
 }
 

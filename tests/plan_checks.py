@@ -118,15 +118,16 @@ def expected_stage_parameters(stage: StagePlan) -> dict[str, int]:
         "ADDRESSES": stage.addresses, "LOCAL_W": stage.local_bits, "START_W": stage.start_bits,
         "CNT_W": stage.count_bits, "W_BITS": stage.encoding.weight_bits, "ACC_W": stage.acc_bits, "DENSE": int(stage.last),
         "COUNT_W": stage.groups.count_bits, "PE_FIFO_DEPTH": PE_FIFO_DEPTH, "ITEM_FIFO_DEPTH": ITEM_FIFO_DEPTH,
-        "WORD_FIFO_DEPTH": WORD_FIFO_DEPTH, "DRAIN_SLACK": DRAIN_SLACK,
+        "WORD_FIFO_DEPTH": WORD_FIFO_DEPTH, "DRAIN_SLACK": DRAIN_SLACK, "SUM_W": stage.sum_bits,
+        "SCALE": stage.encoding.scale,
+        "SCALE_SHIFT": -1 if stage.encoding.scale_shift is None else stage.encoding.scale_shift,
     }  # fmt: skip
     if not stage.sequential:
         (layer,) = stage.layers
         return common | {
             "K": stage.units, "G": stage.groups.size, "N_IN": layer.shape.n_in, "N_OUT": layer.shape.n_out,
             "BEATS": layer.shape.rom_beats, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
-            "ROW_FIFO_DEPTH": ROW_FIFO_DEPTH, "SUM_W": stage.sum_bits, "SCALE": stage.encoding.scale,
-            "SCALE_SHIFT": -1 if stage.encoding.scale_shift is None else stage.encoding.scale_shift,
+            "ROW_FIFO_DEPTH": ROW_FIFO_DEPTH,
         }  # fmt: skip
     loop = stage.loop
     return common | {
@@ -218,6 +219,7 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
                 "IMAGE_BEATS": port.image_beats, "SLOT_LOCAL_BITS": stage.sequential_shape.slot.local_bits,
                 "ROW_TABLE_BEATS": stage.sequential_shape.row_table_beats, "BIAS_WORDS": stage.sequential_shape.bias_words,
                 "SLOT_WEIGHT_BITS": stage.sequential_shape.slot.weight_bits,
+                "PE_SCALE": stage.encoding.pe_scale, "DRAIN_SCALE": stage.encoding.drain_scale,
                 "TABLE_PARTS": stage.sequential_shape.table_parts,
                 "REQUEST_DEPTH": stage.memory("row requests").depth,
                 "WAITING_DEPTH": stage.memory("waiting activations").depth,

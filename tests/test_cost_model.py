@@ -20,6 +20,7 @@ from fpgagen.engine.geometry import (
     PE_FIFO_DEPTH,
     REQUEST_DEPTH,
     LogicShape,
+    SlotWord,
     accumulator_bits,
     in_lanes,
 )
@@ -362,9 +363,18 @@ def test_a_layer_whose_weights_are_alike_carries_positions_only():
     assert memories["weights"].width == 4 * (1 + 1)
     assert memories["accumulators"].width == shape.sum_bits and memories["bias"].width == 4 * shape.acc_bits
     assert cost.dataflow(1, 4, 1).resources.dsp == 0
-    # The same layer in a sequential stage multiplies: its off-chip slots hold every weight.
+    # The same layer in a sequential stage of its own: positions only too, its off-chip slots 8
+    # bits (the local field padded), every PE fed, no multiplier.
     sequential = cost.logic(Stage(SEQUENTIAL, (1,), 4, OFFCHIP))
-    assert sequential == LogicShape(4, 4, 1, shape.acc_bits, 2 + 1 + 8 + 16, 1 + 1 + 8, 4)
+    assert sequential == LogicShape(4, 4, 1, shape.sum_bits, 2 + 1 + 16, 1 + 1, 0)
+    assert cost.sequential_shape(1, 1, 4).slot == SlotWord(7, 0)
+    assert {m.role: m for m in cost.sequential_memories(1, 1, 4)}["accumulators"].width == shape.sum_bits
+    # After layer a, whose weights differ, the stage's slots carry every weight, b's too; and it
+    # multiplies.
+    both = cost.sequential_shape(0, 1, 4)
+    assert both.shared is None and both.encoding == Encoding(8) and both.sum_bits == both.acc_bits
+    assert both.slot == SlotWord(16 - 1 - 8, 8)
+    assert cost.logic(Stage(SEQUENTIAL, (0, 1), 4, OFFCHIP)).multipliers == 4
     # A weight shared but not a power of two keeps the PE's multiplier (by a constant) and the
     # accumulators' width; -2^k is a shift too, the drain subtracting.
     odd = Encoding(0, 3 * scale)

@@ -341,6 +341,7 @@ class SequentialShape:
     count_bits: int = 1
     acc_bits: int = MIN_ACC_BITS
     weight_bits: int = 1
+    shared: int | None = None  # the one weight every layer's nonzeros share (None: they do not)
     addresses: int = 1  # the widest layer's local addresses
     looped: int = 0  # the longest vector a layer hands to the next one of the run (0: none)
     input_bits: int = 1  # index bits of the widest vector a pass reads
@@ -356,6 +357,7 @@ class SequentialShape:
 
     def then(self, layer: LayerShape) -> SequentialShape:
         looped = self.looped if self.last is None else max(self.looped, self.last.n_out)
+        scale = layer.encoding.scale if layer.encoding.positions_only else None
         return SequentialShape(
             pes=self.pes,
             layers=self.layers + 1,
@@ -365,6 +367,7 @@ class SequentialShape:
             count_bits=max(self.count_bits, layer.count_bits),
             acc_bits=max(self.acc_bits, layer.acc_bits),
             weight_bits=max(self.weight_bits, layer.weight_bits),
+            shared=scale if self.last is None or scale == self.shared else None,
             addresses=max(self.addresses, layer.addresses),
             looped=looped,
             input_bits=max(self.input_bits, bits_for(layer.n_in - 1)),
@@ -378,16 +381,23 @@ class SequentialShape:
     def logic(self) -> LogicShape:
         """The shared engine's logic: one issue path, and every PE fed, since the slots come from
         the memory port, where synthesis cannot see which stay empty."""
-        return LogicShape.sized(self.pes, self.pes, 1, self.acc_bits, self.local_bits, self.encoding)
+        return LogicShape.sized(self.pes, self.pes, 1, self.sum_bits, self.local_bits, self.encoding)
 
     @property
     def encoding(self) -> Encoding:
-        """A sequential stage's slots come from its off-chip image, which holds every weight."""
+        """Positions only when every layer's nonzeros share one weight (every Graph Challenge
+        layer's is 1/16): the PEs' constant, as in a dataflow stage. Otherwise every slot carries
+        its weight, in the layers that share one value or a few too: the PEs' constant and
+        codebook are the stage's, not a layer's."""
+        if self.shared is not None:
+            return Encoding(0, self.shared)
         return Encoding(self.weight_bits)
 
     @property
     def sum_bits(self) -> int:
-        return self.acc_bits  # sums of products, as the encoding has the PEs multiply
+        """The accumulators: sums of products, or of bare activations 2^k times smaller when the
+        shared weight is +-2^k."""
+        return sum_bits(self.acc_bits, self.encoding)
 
     @cached_property
     def loop(self) -> Channel | None:
@@ -403,7 +413,7 @@ class SequentialShape:
     @property
     def slot(self) -> SlotWord:
         """The stage's off-chip slots: every layer's weights in one format, as the port is one."""
-        return offchip_slot(self.local_bits, self.weight_bits)
+        return offchip_slot(self.local_bits, self.encoding.weight_bits)
 
     @property
     def beat_bytes(self) -> int:
@@ -498,7 +508,7 @@ def sequential_memories(stage: SequentialShape, output: Output, uram: bool) -> l
         Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + stage.input_bits + VALUE_BITS),
         Memory.sized("row requests", REQUEST_DEPTH, stage.request_bits),
         Memory.sized("waiting activations", ACTIVATION_DEPTH, stage.activation_bits),
-        *pe_memories(pes, 1, stage.addresses, stage.local_bits, stage.weight_bits, stage.acc_bits),
+        *pe_memories(pes, 1, stage.addresses, stage.local_bits, stage.encoding.weight_bits, stage.sum_bits),
     ]
     groups = Groups(pes, 1, stage.local_bits)
     if stage.loop is not None:

@@ -529,8 +529,7 @@ class CostModel:
         if mode == DATAFLOW:
             slot_width = 0
         elif slot_width is None:
-            shape = self.shape(index, pes)
-            slot_width = offchip_slot(shape.local_bits, shape.weight_bits).width
+            slot_width = SequentialShape.of(pes, [self.shape(index, pes)]).slot.width
         key = (index, pes, mode, units, slot_width)
         if key not in self._cycles:
             self._cycles[key] = self._layer_cycles(index, pes, mode, units, slot_width)
@@ -706,7 +705,9 @@ class CostModel:
             useful.append((p, nnz))
             # the smallest on-chip entry: valid bit, one local-address bit, the weight if any
             bits_per_weight.append(np.full(layer.in_features, 2 + encoding.weight_bits))
-            narrowest = offchip_slot(bits_for(0), layer.numerics.weight_format.bits).width // 8
+            # (a sequential stage keeps a layer's weights in its slots unless it shares one value)
+            weight_bits = 0 if encoding.positions_only else layer.numerics.weight_format.bits
+            narrowest = offchip_slot(bits_for(0), weight_bits).width // 8
             slot_bytes.append(np.full(layer.in_features, narrowest))
             macs = float(p @ nnz)
             multiplied += macs if encoding.multiplies else 0.0

@@ -734,7 +734,8 @@ void seq_read(hls::stream<typename Cfg::request_t>& requests, const typename Cfg
     }
 }
 
-// MACs: each beat meets its row's activation; every valid slot adds into its PE's bank.
+// MACs: each beat meets its row's activation; every valid slot adds x times its weight (or times the
+// stage's shared weight: `weigh`) into its PE's bank.
 template <class Cfg>
 void seq_mac(hls::stream<typename Cfg::waiting_t>& waits, hls::stream<typename Cfg::beat_t>& beats,
              typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES]) {
@@ -763,11 +764,10 @@ void seq_mac(hls::stream<typename Cfg::waiting_t>& waits, hls::stream<typename C
             for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
                 bool valid;
-                ap_uint<Cfg::SLOT_LOCAL_BITS> local;
-                ap_int<Cfg::SLOT_WEIGHT_BITS> weight;
-                unpack<Cfg::SLOT_WEIGHT_BITS, Cfg::SLOT_LOCAL_BITS>(beat.range(SLOT * p + SLOT - 1, SLOT * p).to_uint(),
-                                                                    valid, local, weight);
-                accumulate<Cfg::ADDRESSES>(acc[p], h[p], valid, ap_uint<Cfg::LOCAL_BITS>(local), x * weight);
+                typename Cfg::slot_t slot(false, x);
+                slot.unpack_slot(beat.range(SLOT * p + SLOT - 1, SLOT * p).to_uint(), valid);
+                accumulate<Cfg::ADDRESSES>(acc[p], h[p], valid, ap_uint<Cfg::LOCAL_BITS>(slot.local),
+                                           weigh<Cfg>(slot, std::false_type()));
             }
             --left;
         }
@@ -802,7 +802,8 @@ inline void seq_outputs(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES],
     for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
         exists[p] = a * Cfg::PES + p < layer.n_out;
-        y[p] = requantize<Cfg::ACC_BITS>(acc[p][a], Cfg::bias[layer.bias + a][p], layer.shift, layer.lo, layer.hi);
+        y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(acc[p][a]), Cfg::bias[layer.bias + a][p], layer.shift, layer.lo,
+                                         layer.hi);
     }
 }
 

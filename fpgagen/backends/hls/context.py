@@ -166,7 +166,9 @@ class SequentialStage:
     port: WeightPort
     max_bursts: int
     slot_local_bits: int
-    slot_weight_bits: int
+    slot_weight_bits: int  # 0: positions only
+    pe_scale: int  # positions only: what a PE multiplies x by (1 when the drain shifts instead)
+    drain_scale: int  # positions only: the shared weight +-2^k the drain multiplies a sum by
     row_table_beats: int  # the load phase's: row-table entries at the image's start, P to a beat
     bias_words: int  # then the bias rows, each value in this many 32-bit words
     table_parts: int  # port beats in a beat of those tables
@@ -377,6 +379,8 @@ def _sequential_stage(
         max_bursts=MAX_BURSTS,
         slot_local_bits=stage.sequential_shape.slot.local_bits,
         slot_weight_bits=stage.sequential_shape.slot.weight_bits,
+        pe_scale=stage.encoding.pe_scale,
+        drain_scale=stage.encoding.drain_scale,
         row_table_beats=stage.sequential_shape.row_table_beats,
         bias_words=stage.sequential_shape.bias_words,
         table_parts=stage.sequential_shape.table_parts,

@@ -12,6 +12,7 @@ import numpy as np
 
 from ... import __version__
 from ...engine import EnginePlan, LayerPlan, StagePlan
+from ...engine.encoding import Encoding
 from ...engine.geometry import (
     ACTIVATION_DEPTH,
     CHANNEL_DEPTH,
@@ -206,7 +207,8 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
         ("ADDRESSES", stage.addresses), ("LOCAL_W", stage.local_bits), ("ROWS", stage.rows),
         ("START_W", stage.start_bits), ("CNT_W", stage.count_bits),
         ("W_BITS", stage.encoding.weight_bits), ("SLOT_W", stage.sequential_shape.slot.width),
-        ("ACC_W", stage.acc_bits), ("BIAS_ROWS", stage.bias_rows), ("DENSE", int(stage.last)), *_fifo_parameters(stage),
+        ("ACC_W", stage.acc_bits), ("SUM_W", stage.sum_bits), *_scale_parameters(stage.encoding),
+        ("BIAS_ROWS", stage.bias_rows), ("DENSE", int(stage.last)), *_fifo_parameters(stage),
         ("LOOP_DEPTH", stage.loop_depth if loop else 1), ("LOOP_SLACK", CHANNEL_SLACK),
         ("REQUEST_DEPTH", REQUEST_DEPTH), ("ACTIVATION_DEPTH", ACTIVATION_DEPTH), ("MAX_BURSTS", MAX_BURSTS),
         ("ROW_TABLE_BEATS", stage.sequential_shape.row_table_beats), ("BIAS_WORDS", stage.sequential_shape.bias_words),
@@ -227,17 +229,16 @@ def _encoding_parameters(stage: StagePlan) -> list[tuple[str, object]]:
     table padded with zeros to 2^W_BITS entries); positions only, the shared weight and its log2
     (-1: no power of two, the PEs multiply by it) (fg_pe.v)."""
     encoding = stage.encoding
-    shift = encoding.scale_shift
     width = encoding.codebook_bits
     packed = sum((value & ((1 << width) - 1)) << (index * width) for index, value in enumerate(encoding.codebook))
     codebook = [("CODEBOOK", f"{width << encoding.weight_bits}'h{packed:x}")] if encoding.indexed else []
-    return [
-        ("W_BITS", encoding.weight_bits),
-        ("CB_W", width),
-        *codebook,
-        ("SCALE", encoding.scale),
-        ("SCALE_SHIFT", -1 if shift is None else shift),
-    ]
+    return [("W_BITS", encoding.weight_bits), ("CB_W", width), *codebook, *_scale_parameters(encoding)]
+
+
+def _scale_parameters(encoding: Encoding) -> list[tuple[str, object]]:
+    """Positions only: the shared weight and its log2 (-1: no power of two, the PEs multiply by it)."""
+    shift = encoding.scale_shift
+    return [("SCALE", encoding.scale), ("SCALE_SHIFT", -1 if shift is None else shift)]
 
 
 def _row_table(stage: StagePlan) -> bytes:

@@ -26,9 +26,12 @@ module fg_seq_stage #(
     parameter integer ROWS = 1,
     parameter integer START_W = 1,
     parameter integer CNT_W = 1,
-    parameter integer W_BITS = 16,
+    parameter integer W_BITS = 16,      // 0: positions only, every layer's nonzeros are SCALE
     parameter integer SLOT_W = 32,      // an off-chip slot {valid, local, weight}: 8, 16 or 32 bits
     parameter integer ACC_W = 32,
+    parameter integer SUM_W = ACC_W,    // the accumulators
+    parameter integer SCALE = 1,        // positions only: the one weight (fg_pe.v)
+    parameter integer SCALE_SHIFT = 0,  // log2 |SCALE|, or -1 when |SCALE| is no power of two
     parameter integer BIAS_ROWS = 1,
     parameter integer ROW_TABLE_BEATS = 1,  // beats of row-table entries at the image's start, P to a beat
     parameter integer BIAS_WORDS = 1,   // 32-bit words of one bias value in the image (bias rows follow)
@@ -363,10 +366,14 @@ module fg_seq_stage #(
     // Every beat is in: the end entries go to the PEs. Registered (a cycle a pass), since the
     // reader's idle flag compares its count of bursts in flight with zero (timing); once true it
     // stays true until the pass ends, and `ended` is clear cycles before the next pass computes.
-    reg all_in;
+    // A request written in one cycle shows in the FIFOs' outputs two cycles later: `req_pushed`
+    // covers the cycle between (a pass whose last row is looked up just before its end item, with
+    // no other read in flight, would end without that row's beats).
+    reg all_in, req_pushed;
     always @(posedge clk) begin
-        all_in <= !rst && ended && !l1_valid && !l2_valid && !l3_valid && !l4_valid && !req_push && !q_valid
-                  && !act_valid && reader_idle;
+        req_pushed <= !rst && req_push;
+        all_in <= !rst && ended && !l1_valid && !l2_valid && !l3_valid && !l4_valid && !req_push && !req_pushed
+                  && !q_valid && !act_valid && reader_idle;
     end
     reg end_sent;
     wire send_end = computing && all_in && !end_sent && ok;
@@ -376,10 +383,11 @@ module fg_seq_stage #(
     integer q;
     always @(posedge clk) begin
         for (q = 0; q < P; q = q + 1) begin
-            // off-chip slot: valid << (SLOT_W - 1) | local << W_BITS | weight
+            // off-chip slot: valid << (SLOT_W - 1) | local << W_BITS | weight, the local field padded
+            // above its LOCAL_W bits: {local, weight} are the slot's low LOCAL_W + W_BITS bits
+            // (W_BITS = 0: positions only)
             entry_write[q] <= !rst && (send_end || (r_fire && rdata[SLOT_W*q + SLOT_W - 1]));
-            entry[q*ENTRY_W +: ENTRY_W] <= {send_end, bank, rdata[SLOT_W*q + W_BITS +: LOCAL_W], rdata[SLOT_W*q +: W_BITS],
-                                            act_x};
+            entry[q*ENTRY_W +: ENTRY_W] <= {send_end, bank, rdata[SLOT_W*q +: LOCAL_W + W_BITS], act_x};
         end
     end
 
@@ -494,7 +502,8 @@ module fg_seq_stage #(
             assign done0[p] = done[0];
             assign done1[p] = done[1];
             fg_pe #(
-                .K(1), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .ACC_W(ACC_W), .SHIFT_W(6),
+                .K(1), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .ACC_W(ACC_W), .SUM_W(SUM_W),
+                .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT), .SHIFT_W(6),
                 .FIFO_DEPTH(PE_FIFO_DEPTH), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE)
             ) u_pe (
                 .clk(clk), .rst(rst), .ready(pe_ready[p]),
