@@ -36,6 +36,7 @@ from fpgagen.schedule.boards import load_board
 from fpgagen.schedule.cost_model import (
     L_COMPUTE,
     L_DRAIN,
+    L_LOOKUP,
     L_MEMORY,
     L_PASS,
     L_READER,
@@ -159,6 +160,16 @@ def test_a_sequential_layer_waits_for_whichever_of_compute_bandwidth_and_latency
     fast = hand_cost().cycles(0, 2, SEQUENTIAL)
     assert fast.bound == "compute"
     assert fast.compute == pytest.approx((3 + 2) / 2 + L_COMPUTE + L_MEMORY)
+
+
+def test_a_sequential_pass_that_reads_nothing_only_looks_its_end_item_up():
+    # layer b on P = 2: vector 1 has inputs 0, 3 and 4 nonzero, a beat and a read each; vector 2
+    # none: no read, so no memory latency either
+    cycles = hand_cost().cycles(1, 2, SEQUENTIAL)
+    read = MEMORY_LATENCY / MAX_BURSTS
+    first = max(3, 3 * read) + L_COMPUTE + L_MEMORY + MEMORY_LATENCY
+    assert cycles.computes.tolist() == pytest.approx([first, L_LOOKUP])
+    assert cycles.compute == pytest.approx((first + L_LOOKUP) / 2)
 
 
 def test_a_sequential_stage_runs_its_layers_one_pass_after_the_other():

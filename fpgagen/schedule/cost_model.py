@@ -56,13 +56,16 @@ from .work import Placement, issue_cycles, pe_cycles, place, serializer_cycles
 # layer measures ceil(N_out / P) + 7 at P=16 and 64; a sparse drain adds L_WORDS (the mask and
 # count registers, then the end word): ceil(N_out / P) + 9 measured on every other layer. A
 # sequential pass adds its descriptor load and the handing of the end entries to the PEs
-# (L_PASS), and L_MEMORY for the AXI reader and the RAM (bench_rtl's sequential P=16 designs).
+# (L_PASS), and L_MEMORY for the AXI reader and the RAM (bench_rtl's sequential P=16 designs); a
+# pass that reads nothing (an image that died: Graph Challenge's deeper layers have many) only
+# looks its end item up: L_LOOKUP, measured on bench_rtl's GC passes of dead images.
 L_COMPUTE = 12
 L_DRAIN = 7
 L_WORDS = 2
 L_PASS = 6
 L_MEMORY = 8
 L_READER = 4
+L_LOOKUP = 6
 
 # Logic (docs/cost-model.md, "Resources"), as the engine description sizes it (LogicShape): per PE,
 # all P of them, linear in the accumulator width (multiply, accumulate with forwarding, requantize,
@@ -438,6 +441,7 @@ class DesignEstimate:
                 "L_memory": L_MEMORY,
                 "memory_latency": MEMORY_LATENCY,
                 "L_reader": L_READER,
+                "L_lookup": L_LOOKUP,
             },
             "reader": {
                 "in_lanes": self.reader.lanes,
@@ -548,10 +552,11 @@ class CostModel:
         # brought over the memory port
         beats = inputs.rows @ placement.beats
         work = np.maximum(inputs.rows.sum(axis=1), beats)
-        memory = self.memory_cycles(beats, inputs.rows @ (placement.beats > 0), slot_width // 8 * pes)
+        reads = inputs.rows @ (placement.beats > 0)
+        memory = self.memory_cycles(beats, reads, slot_width // 8 * pes)
         bound = MEMORY_BOUND if memory.mean() > work.mean() else COMPUTE_BOUND
         # a pass's first read waits MEMORY_LATENCY: its rows come from the pass before
-        compute = np.maximum(work, memory) + sequential_latency()
+        compute = np.where(reads > 0, np.maximum(work, memory) + sequential_latency(), work + L_LOOKUP)
         return LayerCycles(float(compute.mean()), drain, float(output.mean()), bound, compute, output)
 
     def memory_cycles(self, beats: np.ndarray, reads: np.ndarray, beat_bytes: int) -> np.ndarray:
