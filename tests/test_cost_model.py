@@ -170,6 +170,11 @@ def test_a_sequential_pass_that_reads_nothing_only_looks_its_end_item_up():
     first = max(3, 3 * read) + L_COMPUTE + L_MEMORY + MEMORY_LATENCY
     assert cycles.computes.tolist() == pytest.approx([first, L_LOOKUP])
     assert cycles.compute == pytest.approx((first + L_LOOKUP) / 2)
+    # after a pass of layer a, its end item waits for a's serializer, then only its own lookup
+    assert cycles.tails.tolist() == [L_COMPUTE + L_MEMORY + MEMORY_LATENCY, L_LOOKUP]
+    before = hand_cost().cycles(0, 2, SEQUENTIAL)
+    waited = cycles.after(before, looped_back=True).computes
+    assert waited[1] == pytest.approx(max(L_LOOKUP, before.outputs[1] - before.drain - L_PASS + L_LOOKUP))
 
 
 def test_a_sequential_stage_runs_its_layers_one_pass_after_the_other():
@@ -199,10 +204,10 @@ def test_a_pass_looks_up_the_outputs_of_the_pass_before_as_the_serializer_emits_
     """Two vectors: the pass before drains in 40 cycles and serializes its outputs in 500 on the
     first, 60 on the second (the serializer's time includes the drain's), from the start of its drain."""
     before = LayerCycles(0.0, 40, 380.0, "memory", np.array([300.0, 300.0]), np.array([500.0, 60.0]))
-    alone = LayerCycles(400.0, 20, 0.0, "memory", np.array([400.0, 400.0]), np.zeros(1))
+    latency = L_COMPUTE + L_MEMORY + MEMORY_LATENCY
+    alone = LayerCycles(400.0, 20, 0.0, "memory", np.array([400.0, 400.0]), np.zeros(1), np.full(2, latency))
     # looped back: its last input comes 500 - 40 - L_PASS cycles into the pass, then its row's read
     looped = alone.after(before, looped_back=True)
-    latency = L_COMPUTE + L_MEMORY + MEMORY_LATENCY
     assert looped.computes.tolist() == [500 - 40 - L_PASS + latency, 400.0]
     assert looped.compute == pytest.approx(looped.computes.mean())
     assert looped.bound == "memory"  # on average its own reads take longer

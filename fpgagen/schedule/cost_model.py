@@ -231,6 +231,9 @@ class LayerCycles:
     # `compute` and `output` per vector of the activity (one expected vector unless measured)
     computes: np.ndarray = field(compare=False, repr=False)
     outputs: np.ndarray = field(compare=False, repr=False)
+    # a sequential layer, per vector: its compute's cycles after its last input is looked up (the
+    # read's latency, or the end item's lookup when it reads nothing)
+    tails: np.ndarray = field(default_factory=lambda: np.zeros(1), compare=False, repr=False)
 
     @property
     def occupancy(self) -> float:
@@ -253,12 +256,12 @@ class LayerCycles:
         """This sequential layer's pass when it follows the pass of `before` in its stage
         (docs/cost-model.md, "Sequential passes"). It starts L_PASS cycles after `before`'s drain,
         while the serializer still emits `before`'s nonzero outputs. A layer that takes them from
-        the loop-back FIFO computes until the last of them has been looked up and its row read (the
-        pass's fixed latency after it); a stage's first layer takes its inputs from the channel,
+        the loop-back FIFO computes until the last of them has been looked up and its row read
+        (`tails` after it); a stage's first layer takes its inputs from the channel,
         and only its drain waits for the serializer."""
         waiting = before.outputs - before.drain - L_PASS
         if looped_back:
-            waiting = waiting + sequential_latency()
+            waiting = waiting + self.tails
         computes = np.maximum(self.computes, waiting)
         bound = INPUT_BOUND if float(waiting.mean()) > float(self.computes.mean()) else self.bound
         return replace(self, compute=float(computes.mean()), bound=bound, computes=computes)
@@ -556,8 +559,9 @@ class CostModel:
         memory = self.memory_cycles(beats, reads, slot_width // 8 * pes)
         bound = MEMORY_BOUND if memory.mean() > work.mean() else COMPUTE_BOUND
         # a pass's first read waits MEMORY_LATENCY: its rows come from the pass before
-        compute = np.where(reads > 0, np.maximum(work, memory) + sequential_latency(), work + L_LOOKUP)
-        return LayerCycles(float(compute.mean()), drain, float(output.mean()), bound, compute, output)
+        tails = np.where(reads > 0, sequential_latency(), L_LOOKUP)
+        compute = np.maximum(work, memory) + tails
+        return LayerCycles(float(compute.mean()), drain, float(output.mean()), bound, compute, output, tails)
 
     def memory_cycles(self, beats: np.ndarray, reads: np.ndarray, beat_bytes: int) -> np.ndarray:
         """Cycles to bring `beats` beats of `beat_bytes` bytes over one memory channel in `reads`
