@@ -27,7 +27,6 @@ from fpgagen.engine.geometry import (
     READER_WORD_DEPTH,
     REQUEST_DEPTH,
     ROW_FIFO_DEPTH,
-    WORD_FIFO_DEPTH,
     Channel,
 )
 from fpgagen.ir import Model
@@ -118,7 +117,8 @@ def expected_stage_parameters(stage: StagePlan) -> dict[str, int]:
         "ADDRESSES": stage.addresses, "LOCAL_W": stage.local_bits, "START_W": stage.start_bits,
         "CNT_W": stage.count_bits, "W_BITS": stage.encoding.weight_bits, "ACC_W": stage.acc_bits, "DENSE": int(stage.last),
         "COUNT_W": stage.groups.count_bits, "PE_FIFO_DEPTH": PE_FIFO_DEPTH, "ITEM_FIFO_DEPTH": ITEM_FIFO_DEPTH,
-        "WORD_FIFO_DEPTH": WORD_FIFO_DEPTH, "DRAIN_SLACK": DRAIN_SLACK, "SUM_W": stage.sum_bits,
+        "WORD_FIFO_DEPTH": next((m.depth for m in stage.memories if m.role == "drained words"), OUTPUT_DEPTH),
+        "DRAIN_SLACK": DRAIN_SLACK, "SUM_W": stage.sum_bits,
         "SCALE": stage.encoding.scale,
         "SCALE_SHIFT": -1 if stage.encoding.scale_shift is None else stage.encoding.scale_shift,
     }  # fmt: skip
@@ -146,6 +146,9 @@ def check_rtl_follows_the_plan(rtl: Path, plan: EnginePlan) -> None:
         found = instances[f"u_stage{stage.index}"]
         for name, value in expected_stage_parameters(stage).items():
             assert int(found[name]) == value, f"stage {stage.index} {name}: {found[name]} != {value}"
+        if stage.sequential and int(found["LAYERS"]) > 1:
+            # a whole pass's words and its end word fit beside the slack: the drain never waits
+            assert int(found["WORD_FIFO_DEPTH"]) >= stage.addresses + 1 + DRAIN_SLACK, f"stage {stage.index}"
         for role, parameter in STAGE_STYLES[stage.sequential].items():
             if any(memory.role == role for memory in stage.memories):
                 kind = stage.memory(role).kind

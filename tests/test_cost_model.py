@@ -380,9 +380,10 @@ def test_a_layer_whose_weights_are_alike_carries_positions_only():
     assert memories["accumulators"].width == shape.sum_bits and memories["bias"].width == 4 * shape.acc_bits
     assert cost.dataflow(1, 4, 1).resources.dsp == 0
     # The same layer in a sequential stage of its own: positions only too, its off-chip slots 8
-    # bits (the local field padded), every PE fed, no multiplier.
+    # bits (the local field padded), every PE fed, no multiplier; its logic priced as with weights
+    # (Yosys keeps the LUTs, bench/bench_resources.py).
     sequential = cost.logic(Stage(SEQUENTIAL, (1,), 4, OFFCHIP))
-    assert sequential == LogicShape(4, 4, 1, shape.sum_bits, 2 + 1 + 16, 1 + 1, 0)
+    assert sequential == LogicShape(4, 4, 1, shape.acc_bits, 2 + 1 + 8 + 16, 1 + 1 + 8, 0)
     assert cost.sequential_shape(1, 1, 4).slot == SlotWord(7, 0)
     assert {m.role: m for m in cost.sequential_memories(1, 1, 4)}["accumulators"].width == shape.sum_bits
     # After layer a, whose weights differ, the stage's slots carry every weight, b's too; and it

@@ -28,7 +28,6 @@ from ...engine.geometry import (
     REQUEST_DEPTH,
     ROW_FIFO_DEPTH,
     VALUE_BITS,
-    WORD_FIFO_DEPTH,
     Channel,
     Groups,
     log2,
@@ -152,7 +151,7 @@ def _fifo_parameters(stage: StagePlan) -> list[tuple[str, object]]:
     """Depths, slacks and kinds shared by both kinds of stage."""
     return [
         ("PE_FIFO_DEPTH", PE_FIFO_DEPTH), ("PE_SLACK", PE_SLACK), ("ITEM_FIFO_DEPTH", ITEM_FIFO_DEPTH),
-        ("ITEM_SLACK", ITEM_SLACK), ("WORD_FIFO_DEPTH", WORD_FIFO_DEPTH), ("DRAIN_SLACK", DRAIN_SLACK),
+        ("ITEM_SLACK", ITEM_SLACK), ("WORD_FIFO_DEPTH", _word_fifo(stage).depth), ("DRAIN_SLACK", DRAIN_SLACK),
         ("BIAS_STYLE", style(stage.memory("bias"))), ("ACC_STYLE", style(stage.memory("accumulators"))),
         ("PE_FIFO_STYLE", style(stage.memory("PE entries"))),
         ("ITEM_FIFO_STYLE", style(stage.memory("unit activations"))),
