@@ -475,14 +475,14 @@ def test_a_vector_slow_at_any_stage_holds_the_pipeline():
 
 def test_a_loaded_table_goes_to_ultraram_when_large_and_the_board_has_it():
     # one UltraRAM's worth of bits (4096 x 72) or more: URAM288 blocks, cascaded in depth
-    rows = Memory.loaded("row table", 16384, 19, uram=True)
+    rows = Memory.written("row table", 16384, 19, uram=True)
     assert rows.kind == ULTRA_RAM and price(rows) == Resources(uram=4)
-    wide = Memory.loaded("bias", 5000, 16 * 28, uram=True)
+    wide = Memory.written("bias", 5000, 16 * 28, uram=True)
     assert wide.kind == ULTRA_RAM and price(wide) == Resources(uram=7 * 2)
     # without UltraRAM, or smaller, the kinds of any memory
-    assert Memory.loaded("row table", 16384, 19, uram=False).kind == BLOCK_RAM
-    assert Memory.loaded("row table", 8192, 19, uram=True).kind == BLOCK_RAM
-    assert Memory.loaded("bias", 40, 448, uram=True).kind == LUTRAM
+    assert Memory.written("row table", 16384, 19, uram=False).kind == BLOCK_RAM
+    assert Memory.written("row table", 8192, 19, uram=True).kind == BLOCK_RAM
+    assert Memory.written("bias", 40, 448, uram=True).kind == LUTRAM
     assert load_board("u280").has_free_uram and not load_board("pynq-z2").has_free_uram
 
 

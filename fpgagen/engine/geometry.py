@@ -228,12 +228,15 @@ class Groups:
         return 1 + self.base_bits + self.count_bits + self.size + self.size * VALUE_BITS
 
 
-def drain_memories(groups: Groups, output: Output, word_depth: int = WORD_FIFO_DEPTH) -> list[Memory]:
-    """A drain's word FIFOs (`word_depth` deep) and what it writes into: its output channel, or
-    dense beats."""
+def drain_memories(
+    groups: Groups, output: Output, word_depth: int = WORD_FIFO_DEPTH, uram: bool = False
+) -> list[Memory]:
+    """A drain's word FIFOs (`word_depth` deep, in UltraRAM when `uram` and large) and what it
+    writes into: its output channel, or dense beats."""
     if isinstance(output, DenseOutput):
         return output.memories()
-    return [Memory.sized("drained words", word_depth, groups.word_bits, groups.count), *output.memories("output")]
+    words = Memory.written("drained words", word_depth, groups.word_bits, uram)
+    return [replace(words, count=groups.count), *output.memories("output")]
 
 
 @dataclass(frozen=True)
@@ -513,12 +516,13 @@ def sequential_memories(stage: SequentialShape, output: Output, uram: bool) -> l
     """A sequential stage: the descriptors, row tables and biases of all its layers, stacked (the
     tables filled by the load phase, in UltraRAM when `uram` and large); its activation FIFO; its
     read queues; one set of PE FIFOs and banks for its widest layer; its loop-back FIFO and its
-    drain. No weights: they stream from off chip."""
+    drain, whose FIFOs hold a whole vector and a whole pass (in UltraRAM too when large: a FIFO
+    needs no initial contents). No weights: they stream from off chip."""
     pes = stage.pes
     memories = [
         Memory.sized("descriptors", stage.layers, DESCRIPTOR_FIELDS * DESCRIPTOR_FIELD_BITS),
-        Memory.loaded("row table", stage.rows, stage.row_bits, uram),
-        Memory.loaded("bias", stage.bias_rows, pes * stage.acc_bits, uram),
+        Memory.written("row table", stage.rows, stage.row_bits, uram),
+        Memory.written("bias", stage.bias_rows, pes * stage.acc_bits, uram),
         Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + stage.input_bits + VALUE_BITS),
         Memory.sized("row requests", REQUEST_DEPTH, stage.request_bits),
         Memory.sized("waiting activations", ACTIVATION_DEPTH, stage.activation_bits),
@@ -526,10 +530,10 @@ def sequential_memories(stage: SequentialShape, output: Output, uram: bool) -> l
     ]
     groups = Groups(pes, 1, stage.local_bits)
     if stage.loop is not None:
-        memories.append(Memory.sized("loop-back items", stage.loop_depth, stage.loop.item_bits))
+        memories.append(Memory.written("loop-back items", stage.loop_depth, stage.loop.item_bits, uram))
         if isinstance(output, DenseOutput):  # the words of the layers before the last are serialized
-            memories.append(Memory.sized("drained words", stage.word_depth, groups.word_bits))
-    return memories + drain_memories(groups, output, stage.word_depth)
+            memories.append(Memory.written("drained words", stage.word_depth, groups.word_bits, uram))
+    return memories + drain_memories(groups, output, stage.word_depth, uram)
 
 
 def reader_memories(channel: Channel, lanes: int) -> list[Memory]:

@@ -23,8 +23,8 @@ URAM_DEPTH, URAM_WIDTH = 4096, 72  # one URAM288
 
 
 def memory_kind(depth: int, width: int, uram: bool = False) -> str:
-    """LUTRAM for shallow or small memories, block RAM otherwise; UltraRAM for a loaded memory of
-    at least one UltraRAM's bits when the board has UltraRAM (`uram`)."""
+    """LUTRAM for shallow or small memories, block RAM otherwise; UltraRAM for a memory of at
+    least one UltraRAM's bits that needs no initial contents, when the board has UltraRAM (`uram`)."""
     if depth <= LUTRAM_MAX_DEPTH or depth * width <= LUTRAM_MAX_BITS:
         return LUTRAM
     return URAM if uram and depth * width >= URAM_DEPTH * URAM_WIDTH else BRAM
@@ -53,8 +53,9 @@ class Memory:
         return cls(role, 1, width, CONSTANT)
 
     @classmethod
-    def loaded(cls, role: str, depth: int, width: int, uram: bool) -> Memory:
-        """A memory the load phase fills: UltraRAM where the board has it and it is large."""
+    def written(cls, role: str, depth: int, width: int, uram: bool) -> Memory:
+        """A memory written before it is read, which the bitstream need not initialize (the
+        tables the load phase fills, a FIFO): UltraRAM where the board has it and it is large."""
         return cls(role, depth, width, memory_kind(depth, width, uram))
 
     @property

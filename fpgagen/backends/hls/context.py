@@ -25,7 +25,7 @@ from .carrays import signed_type, unsigned_type
 # of one row, which is partitioned into its values), and for FIFOs (a FIFO of registers is a shift
 # register).
 TABLE_STORAGE = {BRAM: "bram", LUTRAM: "lutram", URAM: "uram", REGISTERS: "lutram"}
-FIFO_STORAGE = {BRAM: "bram", LUTRAM: "lutram", REGISTERS: "srl"}
+FIFO_STORAGE = {BRAM: "bram", LUTRAM: "lutram", REGISTERS: "srl", URAM: "uram"}  # UG1399, BIND_STORAGE type=fifo
 
 
 @dataclass(frozen=True)
