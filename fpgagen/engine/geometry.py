@@ -235,8 +235,10 @@ def drain_memories(
     writes into: its output channel, or dense beats."""
     if isinstance(output, DenseOutput):
         return output.memories()
-    words = Memory.written("drained words", word_depth, groups.word_bits, uram)
-    return [replace(words, count=groups.count), *output.memories("output")]
+    return [
+        Memory.written("drained words", word_depth, groups.word_bits, uram, groups.count),
+        *output.memories("output"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -423,8 +425,9 @@ class SequentialShape:
 
     @property
     def loop_depth(self) -> int:
-        """A pass writes every nonzero output of its layer before the next pass reads them: the
-        loop-back FIFO holds a whole vector and its end item, with the slack its room flag keeps."""
+        """The next pass reads none of a pass's outputs before that pass's drain has ended, and
+        the drain ends only when its words have passed the serializer's word FIFO: the loop-back
+        FIFO holds a whole vector and its end item, with the slack its room flag keeps."""
         return self.looped + 1 + CHANNEL_SLACK
 
     @property

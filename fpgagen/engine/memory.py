@@ -53,10 +53,10 @@ class Memory:
         return cls(role, 1, width, CONSTANT)
 
     @classmethod
-    def written(cls, role: str, depth: int, width: int, uram: bool) -> Memory:
+    def written(cls, role: str, depth: int, width: int, uram: bool, count: int = 1) -> Memory:
         """A memory written before it is read, which the bitstream need not initialize (the
         tables the load phase fills, a FIFO): UltraRAM where the board has it and it is large."""
-        return cls(role, depth, width, memory_kind(depth, width, uram))
+        return cls(role, depth, width, memory_kind(depth, width, uram), count)
 
     @property
     def bits(self) -> int:

@@ -634,7 +634,7 @@ module fg_seq_stage #(
     // The next pass starts as soon as a drain has its words: it looks up the loop-back items while
     // the serializer still emits them, and its end comes after theirs. Only a drain waits for the
     // serializer to be done with the pass before: `serial_last` routes the items of one pass.
-    reg passing;                        // the drained words of the last pass are still being serialized
+    reg passing;                        // the drained words of the pass before are still being serialized
     wire end_serialized = drained_valid && drained_item[DR_ITEM_W-1];
 
     // ---- the sequence of passes ------------------------------------------------------------------------
