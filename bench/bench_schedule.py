@@ -3,9 +3,10 @@
 For each model and board: the estimated throughput of `auto`, all-dataflow and all-sequential
 (each with its own best PEs, throughput objective), each one's share of the board's roofline,
 and the time the scheduler took; then `auto` with the latency objective, its latency and time.
-Asserts that auto is never worse than the better pure style, that the latency objective's
-design is never slower to the first result than the throughput objective's, and that no design
-is over a resource. Writes bench/results/schedule.json and prints a table.
+Asserts that auto's slowest stage is never slower than the better pure style's (the bottleneck,
+which the scheduler minimizes), that the latency objective's design is never slower to the first
+result than the throughput objective's (unless the solver's time limit left either unproven: then
+it prints the figures), and that no design is over a resource. Writes bench/results/schedule.json and prints a table.
 
 Models:
 - Graph Challenge 1024 x 120 and 4096 x 120 (fpgagen.examples.graphchallenge), calibrated on
@@ -32,7 +33,7 @@ import numpy as np
 from fpgagen.atomic import atomic_file
 from fpgagen.errors import FpgagenError
 from fpgagen.examples.graphchallenge import draw_images, network
-from fpgagen.ir import DATAFLOW, SEQUENTIAL, Activation, Layer, Model, sparse_weights
+from fpgagen.ir import DATAFLOW, SEQUENTIAL, URAM, Activation, Layer, Model, sparse_weights
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.prune import prune
 from fpgagen.passes.quantize import quantize
@@ -113,6 +114,7 @@ def run_case(case: Case, board_name: str) -> dict:
             "objective": objective,
             "seconds": seconds,
             "interval": estimate.interval,
+            "bottleneck": estimate.bottleneck,  # the slowest stage's mean interval: what the scheduler minimizes
             "latency": estimate.latency,
             "vectors_per_s": estimate.steady_vectors_per_s,
             "edges_per_s": estimate.steady_vectors_per_s * estimate.edges,
@@ -123,6 +125,9 @@ def run_case(case: Case, board_name: str) -> dict:
             "sequential_stages": sum(stage.mode == SEQUENTIAL for stage in stages),
             "sequential_layers": sum(len(stage.layers) for stage in stages if stage.mode == SEQUENTIAL),
             "pes": sorted({stage.pes for stage in stages}),
+            "uram_weight_stages": sum(stage.weight_memory == URAM for stage in stages),
+            # what the solver's time limit left unproven (fpgagen.schedule.scheduler.PROGRAM_SECONDS)
+            "unproven": list(scheduled.schedule.unproven),
         }
         assert estimate.resources.fits(board_budget(board)), f"{case.name} {run} on {board_name} is over budget"
         assert estimate.roofline_ratio <= 1.0 + 1e-9, f"{case.name} {run} on {board_name} beats the roofline"
@@ -133,13 +138,20 @@ def run_case(case: Case, board_name: str) -> dict:
 def check_auto(name: str, board: str, results: dict) -> None:
     """Auto fits whenever a pure style does, and its interval is no longer than the better one's;
     the latency objective's design is never slower to the first result than the throughput one's."""
-    pure = [results[p]["interval"] for p in (DATAFLOW, SEQUENTIAL) if results[p]["fits"]]
+    pure = [results[p]["bottleneck"] for p in (DATAFLOW, SEQUENTIAL) if results[p]["fits"]]
     if not pure:
         return
     auto, fastest = results["auto"], results["auto/latency"]
     assert auto["fits"] and fastest["fits"], f"{name} on {board}: a pure style fits but auto does not"
-    assert auto["interval"] <= min(pure) * (1 + 1e-9), f"{name} on {board}: auto is worse than a pure style"
-    assert fastest["latency"] <= auto["latency"] * (1 + 1e-9), f"{name} on {board}: the latency objective lost"
+    # What the solver's time limit left unproven is reported, not asserted.
+    if "interval" in auto["unproven"]:
+        print(f"{name} on {board}: auto's interval unproven: {auto['bottleneck']:.1f} against {min(pure):.1f}")
+    else:
+        assert auto["bottleneck"] <= min(pure) * (1 + 1e-9), f"{name} on {board}: auto is worse than a pure style"
+    if "latency" in auto["unproven"] + fastest["unproven"]:
+        print(f"{name} on {board}: a latency unproven: {fastest['latency']:.1f} against {auto['latency']:.1f}")
+    else:
+        assert fastest["latency"] <= auto["latency"] * (1 + 1e-9), f"{name} on {board}: the latency objective lost"
 
 
 def table(report: dict) -> str:

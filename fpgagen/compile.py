@@ -110,6 +110,8 @@ def write_design(
     emit_rtl(plan, folder / "rtl")
     for stage in plan.sequential:
         (folder / plan.interface.ports[stage.port].image).write_bytes(stage.offchip_image)
+    if plan.interface.load_port is not None:
+        (folder / plan.interface.load_port.image).write_bytes(plan.load_image)
     step("computing test vectors")
     write_vectors(model, golden_vectors(model, inputs.x, inputs.source), folder / "vectors")
     numerics = numerics or NumericsRecord(None, None, None, None)

@@ -70,7 +70,7 @@ class LayerNumerics:
 
 
 DATAFLOW, SEQUENTIAL = "dataflow", "sequential"
-BRAM, OFFCHIP = "bram", "offchip"
+BRAM, URAM, OFFCHIP = "bram", "uram", "offchip"
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,10 @@ class Stage:
     mode: str  # DATAFLOW (one layer, weights on chip) or SEQUENTIAL (consecutive layers, off chip)
     layers: tuple[int, ...]  # indices into Model.layers, consecutive
     pes: int
-    # BRAM for dataflow stages (a ROM initialized from the bitstream: block RAM, or LUTRAM when
-    # small; UltraScale+ UltraRAM cannot be initialized), OFFCHIP for sequential ones
+    # where a stage's weights live: BRAM for a dataflow stage's ROM, initialized from the bitstream
+    # (block RAM, or LUTRAM when small); URAM for a dataflow stage's UltraRAM, which the bitstream
+    # cannot initialize, so the load phase fills it at a batch's start (docs/engine.md, "Load
+    # phase"); OFFCHIP for a sequential stage, which streams them
     weight_memory: str
     units: int = 1  # issue units: activations the stage takes per cycle (1 for a sequential stage)
 
@@ -108,6 +110,9 @@ class Schedule:
     policy: str  # "auto", "dataflow" or "sequential"
     objective: str  # "throughput" or "latency"
     estimate: object | None = None  # fpgagen.schedule.cost_model.DesignEstimate
+    # what the scheduler could not prove least in its time ("interval", "latency"): its solver
+    # stopped with the best design it had found (fpgagen.schedule.scheduler.PROGRAM_SECONDS)
+    unproven: tuple[str, ...] = ()
 
     @property
     def sequential_stages(self) -> list[int]:

@@ -127,6 +127,7 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None, nu
             "ports": [
                 {
                     "port": port.port,
+                    "stage": port.stage,
                     "data_bits": port.data_bits,
                     "image": port.image,
                     "bytes_per_cycle": port.bytes_per_cycle,

@@ -24,8 +24,9 @@ RELU, CLIP, NONE = Activation(0.0, np.inf), Activation(-0.5, 1.5), Activation()
 FLOOR = Activation(0.25, 2.0)  # no output is ever zero, padding lanes included
 
 
-def df(layer: int, pes: int, units: int = 1) -> Stage:
-    return Stage("dataflow", (layer,), pes, "bram", units)
+def df(layer: int, pes: int, units: int = 1, weights: str = "bram") -> Stage:
+    """A dataflow stage; `weights` "uram": in UltraRAM, filled by the load phase."""
+    return Stage("dataflow", (layer,), pes, weights, units)
 
 
 def seq(layers: tuple[int, ...], pes: int) -> Stage:
@@ -81,23 +82,25 @@ def compile_design(model: Model, outdir: Path, inputs: np.ndarray) -> Path:
 
 MLPS = {
     # dataflow only, P = 1, 2, 64 (a 1024-bit output stream) with 1, 2 and 2 issue units, 4 input
-    # lanes; the middle layer's weights share five values: a 3-bit index into a codebook
+    # lanes; the middle layer's weights share five values: a 3-bit index into a codebook; the first
+    # two stages' weights in UltraRAM: a load chain of two links, rows of 15 and 18 bits
     "dataflow_only": (
         [37, 50, 23, 11],
         [RELU, CLIP, NONE],
         "w8a16",
-        (df(0, 1), df(1, 2, 2), df(2, 64, 2)),
+        (df(0, 1, weights="uram"), df(1, 2, 2, weights="uram"), df(2, 64, 2)),
         4,
         (None, (-0.5, -0.25, 0.125, 0.375, 0.75)),
     ),
     # sequential only, one stage of P = 16 on a 256-bit AXI port, K = 16
     "sequential_only": ([100, 64, 30], [RELU, NONE], "w16a16", (seq((0, 1), 16),), 16),
-    # a sequential stage in the middle, the last stage dataflow, K = 1
+    # a sequential stage in the middle, the last stage dataflow with its weights in UltraRAM, four
+    # copies of them (K = 4): the load port is weights1, after the sequential stage's; K = 1
     "sequential_middle": (
         [13, 29, 31, 7, 5],
         [RELU, RELU, CLIP, NONE],
         "w8a16",
-        (df(0, 2, 2), seq((1, 2), 8), df(3, 16, 4)),
+        (df(0, 2, 2), seq((1, 2), 8), df(3, 16, 4, weights="uram")),
         1,
     ),
     # a sequential stage at the end with one lane

@@ -79,7 +79,7 @@ def check_cost_model_prices_the_plan(plan: EnginePlan) -> None:
         if stage.sequential:
             priced = cost.sequential_memories(first, last, stage.pes)
         else:
-            priced = cost.dataflow_memories(first, stage.pes, stage.units)
+            priced = cost.dataflow_memories(first, stage.pes, stage.units, stage.loaded)
         assert _listing(priced) == _listing(stage.memories), f"stage {stage.index}"
         schedule_stage = plan.model.schedule.stages[stage.index]
         assert cost.logic(schedule_stage) == stage.logic, f"stage {stage.index}"
@@ -109,8 +109,8 @@ def rtl_instances(text: str) -> dict[str, dict[str, str]]:
     return {match["name"]: dict(_PARAMETER.findall(match["params"])) for match in _INSTANCE.finditer(text)}
 
 
-def expected_stage_parameters(stage: StagePlan) -> dict[str, int]:
-    """A stage's numeric parameters, read off the plan."""
+def expected_stage_parameters(stage: StagePlan, load_bits: int = 1) -> dict[str, int]:
+    """A stage's numeric parameters, read off the plan (`load_bits`: the load chain's width)."""
     output_bits = stage.output.index_bits if isinstance(stage.output, Channel) else 1
     common = {
         "S": stage.input.subs, "P": stage.pes, "IN_IDX_W": stage.input.index_bits, "OUT_IDX_W": output_bits,
@@ -127,7 +127,7 @@ def expected_stage_parameters(stage: StagePlan) -> dict[str, int]:
         return common | {
             "K": stage.units, "G": stage.groups.size, "N_IN": layer.shape.n_in, "N_OUT": layer.shape.n_out,
             "BEATS": layer.shape.rom_beats, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
-            "ROW_FIFO_DEPTH": ROW_FIFO_DEPTH,
+            "ROW_FIFO_DEPTH": ROW_FIFO_DEPTH, "LOADED": int(stage.loaded), "LOAD_W": load_bits,
         }  # fmt: skip
     loop = stage.loop
     return common | {
@@ -142,9 +142,18 @@ def expected_stage_parameters(stage: StagePlan) -> dict[str, int]:
 def check_rtl_follows_the_plan(rtl: Path, plan: EnginePlan) -> None:
     core = (rtl / f"{plan.core}.v").read_text()
     instances = rtl_instances(core)
+    load_port = plan.interface.load_port
+    if load_port is None:
+        assert "u_loader" not in instances
+    else:  # one loader reads the whole load image, a row of a loaded stage a beat
+        loader = instances["u_loader"]
+        assert (int(loader["DATA_W"]), int(loader["BEATS"])) == (load_port.data_bits, load_port.image_beats)
+        assert load_port.image_beats == sum(stage.layers[0].shape.rom_beats for stage in plan.loaded)
+        assert len(plan.load_image) == load_port.image_beats * load_port.data_bits // 8
     for stage in plan.stages:
         found = instances[f"u_stage{stage.index}"]
-        for name, value in expected_stage_parameters(stage).items():
+        load_bits = load_port.data_bits if load_port is not None else 1
+        for name, value in expected_stage_parameters(stage, load_bits).items():
             assert int(found[name]) == value, f"stage {stage.index} {name}: {found[name]} != {value}"
         if stage.sequential and any(memory.role == "drained words" for memory in stage.memories):
             # a whole pass's words and its end word fit beside the slack: the drain never waits
@@ -202,10 +211,11 @@ def _stream_depths(source: str) -> dict[str, list[str]]:
 def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
     """The constants, types and stream depths of the HLS project are the plan's: every cfg constant
     of every stage, every channel's item type, sub-channels and FIFO depth, the reader's and the
-    output's FIFOs, and the storage the plan's memory kinds bind to."""
+    output's FIFOs, the storage the plan's memory kinds bind to, and the ports and the load phase."""
     header = (hls / f"{plan.top}.h").read_text()
     source = (hls / f"{plan.top}.cpp").read_text()
     configs = hls_configs(header)
+    check_hls_ports_and_load_phase(hls, plan)
     rom_impl = {"bram": "bram", "lutram": "lutram", "uram": "uram", "registers": "lutram"}
     for stage in plan.stages:
         cfg = configs[stage.name]
@@ -246,10 +256,22 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
                 "PE_SCALE": stage.encoding.pe_scale, "DRAIN_SCALE": stage.encoding.drain_scale, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
                 "ROW_DEPTH": stage.memory("unit rows").depth, "ENTRY_DEPTH": stage.memory("PE entries").depth,
             }  # fmt: skip
+            if stage.loaded:  # its slots in a beat of the load chain, and the beats it passes on
+                later = plan.loaded[plan.loaded.index(stage) + 1 :]
+                expected |= {
+                    "SLOT_BITS": layer.shape.slot.width,
+                    "PASS_BEATS": sum(other.layers[0].shape.rom_beats for other in later),
+                }
             run = source[source.index(f"void {stage.name}::run(") :]
             run = run[: run.index("\n}\n")]  # this stage's function only
-            bound = re.search(r"BIND_STORAGE variable=cfg::rom type=rom_1p impl=(\w+)", run)
+            # the load phase writes a loaded stage's weights (a RAM); a ROM stage's are only read
+            storage = "ram_2p" if stage.loaded else "rom_1p"
+            bound = re.search(rf"BIND_STORAGE variable=cfg::rom type={storage} impl=(\w+)", run)
+            assert bound is not None, f"stage {stage.index}: its weights are no {storage}"
             assert bound[1] == rom_impl[stage.memory("weights").kind], f"stage {stage.index}"
+            assert len(re.findall(r"BIND_STORAGE variable=cfg::rom ", run)) == 1, f"stage {stage.index}"
+            assert "ARRAY_PARTITION variable=cfg::rom type=complete dim=2" in run, f"stage {stage.index}"
+            check_hls_weights_storage(hls, header, run, plan, stage)
             # a bias table of one row is constants: partitioned into its values, bound to no storage
             one_bias = stage.memory("bias").kind == "constant"
             assert ("BIND_STORAGE variable=cfg::bias" in run) != one_bias, f"stage {stage.index}"
@@ -277,6 +299,82 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
     assert f"static const int BEATS = {plan.stages[-1].layers[-1].shape.addresses};" in header
 
 
+def check_hls_weights_storage(hls: Path, header: str, run: str, plan: EnginePlan, stage: StagePlan) -> None:
+    """A ROM stage's weights are const and initialized in its weights header; a loaded stage's are
+    a RAM without initializer that its run function fills at a batch's start from its link of the
+    load chain, before its vector loop, passing the later loaded stages' rows on."""
+    cfg = re.search(rf"namespace {stage.name} \{{\nstruct cfg \{{(.*?)\n\}};", header, re.DOTALL)[1]
+    weights = (hls / "weights" / f"{stage.name}.h").read_text()
+    initialized = "const cfg::slot_t cfg::rom[cfg::BEATS][cfg::PES] = {\n" in weights
+    if not stage.loaded:
+        assert "    static const slot_t rom[BEATS][PES];" in cfg and initialized, f"stage {stage.index}"
+        assert "load_in" not in run, f"stage {stage.index}"
+        return
+    memory = stage.memory("weights")
+    assert (memory.kind, memory.count) == ("uram", stage.units), f"stage {stage.index}"
+    assert "    static slot_t rom[BEATS][PES];  // filled by the load phase" in cfg, f"stage {stage.index}"
+    assert "\ncfg::slot_t cfg::rom[cfg::BEATS][cfg::PES];\n" in weights and not initialized, f"stage {stage.index}"
+    last = stage is plan.loaded[-1]  # it passes nothing on: no stream out
+    load = "    if (batch > 0) {\n        fpgagen::load_rows<cfg>(load_in);\n"
+    if not last:
+        load += "        fpgagen::pass_on<cfg::PASS_BEATS>(load_in, load_out);\n"
+    assert load + "    }\n    for (int v = 0; v < batch; ++v) {\n#pragma HLS DATAFLOW\n" in run, f"stage {stage.index}"
+    out = "" if last else " hls::stream<load_beat>& load_out,"
+    assert f"hls::stream<load_beat>& load_in,{out} int batch) {{\n" in run, f"stage {stage.index}"
+
+
+def check_hls_ports_and_load_phase(hls: Path, plan: EnginePlan) -> None:
+    """The top function's pointers are the plan's ports, in port order (the AXI4-Lite registers are
+    the ControlMap's), the load port's m_axi interface is the plan's, a `loader` process reads the
+    load image a beat a cycle into the load chain, and each link of the chain has one producer and
+    one consumer: the loader or a loaded stage, then the next loaded stage in the plan's order."""
+    header = (hls / f"{plan.top}.h").read_text()
+    source = (hls / f"{plan.top}.cpp").read_text()
+    namespace = f"{plan.model.name}_stages"
+    top = source[source.index(f"\nvoid {plan.top}(") :]
+    for text in (top, header[header.index(f"\nvoid {plan.top}(") :]):
+        pointers = re.findall(r"const ap_uint<(\d+)>\* (weights\d+),", text)
+        assert pointers == [(str(port.data_bits), port.name) for port in plan.interface.ports]
+    bench = (hls / f"tb_{plan.top}.cpp").read_text()
+    config = (hls / "hls_config.cfg").read_text()
+    script = (hls / "run_hls.tcl").read_text()
+    for port in plan.interface.ports:
+        assert f"INTERFACE mode=s_axilite port={port.name} bundle=control\n" in top
+        assert f'weights + "/{port.image}"' in bench and f"tb.file=../{port.image}\n" in config
+        assert f"add_files -tb $here/../{port.image}\n" in script
+    port = plan.interface.load_port
+    if port is None:
+        assert "load_beat" not in header and "loader::run" not in source
+        return
+    interface = f"#pragma HLS INTERFACE mode=m_axi port={port.name} bundle={port.bundle} offset=slave"
+    pragma = re.search(rf"{interface} (.*)\n", top)
+    assert pragma[1] == (
+        f"depth={port.image_beats} max_read_burst_length={port.max_burst} num_read_outstanding={MAX_BURSTS} "
+        f"latency={port.memory_latency}"
+    )
+    assert port.image_beats == sum(stage.layers[0].shape.rom_beats for stage in plan.loaded)
+    assert f"typedef ap_uint<{port.data_bits}> load_beat;" in header
+    assert f"namespace loader {{\nstatic const int BEATS = {port.image_beats};\n" in header
+    signature = "void loader::run(const load_beat* image, hls::stream<load_beat>& out, int batch) {"
+    loader = source[source.index(signature) :]
+    loader = loader[: loader.index("\n}\n")]
+    assert (
+        "    if (batch > 0) {\n        for (int t = 0; t < BEATS; ++t) {\n#pragma HLS PIPELINE II=1\n"
+        "            out.write(image[t]);\n" in loader
+    )  # a beat a cycle from consecutive addresses: bursts
+    links = len(plan.loaded)
+    assert f"    hls::stream<{namespace}::load_beat> load[{links}];\n" in top
+    assert _stream_depths(top)["load"] == ["2"]  # two beats of registers a link: the RTL's chain has one
+    assert f"    {namespace}::loader::run({port.name}, load[0], batch);\n" in top
+    for link, stage in enumerate(plan.loaded):
+        passed = f" load[{link + 1}]," if link + 1 < links else ""
+        call = rf"\n    {namespace}::{stage.name}::run\(\w+, \w+, {re.escape(f'load[{link}],{passed}')} batch\);\n"
+        assert re.search(call, top), f"stage {stage.index}"
+    code = re.sub(r"//.*", "", top)
+    for link in range(links):  # its producer and its consumer
+        assert len(re.findall(rf"\bload\[{link}\]", code)) == 2, f"load[{link}]"
+
+
 # RTL as elaborated ------------------------------------------------------------------------------------
 
 # Where each of the plan's memories is in the core: (instance path pattern, owner, role). An owner is
@@ -287,7 +385,8 @@ _RTL_MEMORIES = [
     (r"u_reader\.g_group\[\d+\]\.u_words\.mem", "reader", "input words"),
     (r"u_stage(\d+)\.g_rom\[\d+\]\.u_rows\.mem", "stage", "row table"),
     (r"u_stage(\d+)\.u_rows\.u_ram\.mem", "stage", "row table"),  # a sequential stage's (fg_table)
-    (r"u_stage(\d+)\.g_rom\[\d+\]\.u_weights\.mem", "stage", "weights"),
+    (r"u_stage(\d+)\.g_rom\[\d+\]\.g_weights\.u_weights\.mem", "stage", "weights"),
+    (r"u_stage(\d+)\.g_loaded\.g_copy\[\d+\]\.u_weights\.u_ram\.mem", "stage", "weights"),  # in UltraRAM (fg_table)
     (r"u_stage(\d+)\.u_bias\.mem", "stage", "bias"),
     (r"u_stage(\d+)\.u_bias\.u_ram\.mem", "stage", "bias"),  # a sequential stage's (fg_table)
     (r"u_stage(\d+)\.g_unit\[\d+\]\.u_items\.mem", "stage", "unit activations"),

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
-from designs import MLPS, NONE, RELU, lint, mlp_design, mlp_model, pruned_mlp
+from designs import MLPS, NONE, RELU, compile_design, lint, mlp_design, mlp_model, pruned_mlp
 from plan_checks import check_design_follows_plan, check_rtl_memories_are_the_plan
 
 from fpgagen.engine.geometry import MEMORY_LATENCY
@@ -17,8 +18,11 @@ from fpgagen.engine.plan import plan_engine
 from fpgagen.examples.graphchallenge import draw_images
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.manifest import read_manifest
+from fpgagen.schedule.activity import Activity
+from fpgagen.schedule.apply import apply_schedule
 from fpgagen.schedule.boards import load_board
-from fpgagen.vectors import read_vectors
+from fpgagen.schedule.cost_model import CostModel
+from fpgagen.vectors import default_inputs, read_vectors
 
 SIMULATORS = ["icarus", "verilator"]
 GC_SCHEDULES = ["auto", "dataflow", "sequential"]
@@ -159,8 +163,8 @@ def _corrupt_pe0_weights(mem: Path, entry_bits: int) -> int:
 
 def test_corrupted_weight_file_is_reported(tmp_path, run_cli):
     require("icarus")
-    outdir = mlp_design("dataflow_only", tmp_path / "design", count=6)
-    layer = read_manifest(outdir)["layers"][0]
+    outdir = mlp_design("sequential_middle", tmp_path / "design", count=6)
+    layer = read_manifest(outdir)["layers"][0]  # a weight ROM (dataflow_only's first are in UltraRAM)
     local_bits = max(1, (-(-layer["out_features"] // layer["pes"]) - 1).bit_length())
     weight_bits = int(layer["formats"]["weight"][1:].split(".")[0])
     assert _corrupt_pe0_weights(outdir / "rtl" / "mem" / "s0_weights.mem", 1 + local_bits + weight_bits) > 0
@@ -212,10 +216,59 @@ def test_the_offchip_memory_answers_late_and_every_pass_waits_for_it(tmp_path, r
     assert results["memory_beats"] == [port["load_beats"] + rows]
 
 
+def test_corrupted_load_image_is_reported(tmp_path, run_cli):
+    """A loaded stage's weights come from the load image, through the link of the load chain
+    before it: flipping the lowest bit of each of PE 0's valid slots of the second link's rows (a
+    codebook index) changes the outputs."""
+    require("icarus")
+    outdir = mlp_design("dataflow_only", tmp_path / "design", count=6)
+    plan = plan_engine(mlp_model("dataflow_only"), load_board("u280"))
+    port = plan.interface.load_port
+    first, second = plan.loaded
+    words = second.layers[0].rom_words
+    slot = second.layers[0].shape.slot
+    image = outdir / port.image
+    data = bytearray(image.read_bytes())
+    assert bytes(data) == plan.load_image
+    beat_bytes = port.data_bits // 8
+    flipped = 0
+    for beat in np.flatnonzero(words[:, 0] >> (slot.width - 1)):  # PE 0's slot is a beat's lowest bits
+        data[(first.layers[0].shape.rom_beats + beat) * beat_bytes] ^= 1
+        flipped += 1
+    assert flipped > 0
+    image.write_bytes(data)
+    result = run_cli("sim", outdir, "--simulator", "icarus")
+    assert result.exit_code == 1
+    assert "RTL differs from the golden model" in result.stderr
+
+
+def test_the_load_phase_delays_the_first_result_as_the_cost_model_says(tmp_path, run_cli):
+    """dataflow_only with its first two stages' weights in UltraRAM against the same design with
+    ROMs: the first result comes later by the load the cost model adds to the latency (within 5%),
+    and every later vector as soon as with ROMs."""
+    require("icarus")
+    loaded = mlp_model("dataflow_only")
+    schedule = loaded.schedule
+    rom_stages = tuple(replace(stage, weight_memory="bram") for stage in schedule.stages)
+    rom = apply_schedule(loaded, replace(schedule, stages=rom_stages))
+    inputs = default_inputs(loaded, count=8, seed=1)
+    measured, modelled = {}, {}
+    for name, model in (("loaded", loaded), ("rom", rom)):
+        outdir = compile_design(model, tmp_path / name, inputs)
+        results = simulate(run_cli, outdir, "icarus")
+        cost = CostModel(model, load_board("u280"), Activity.uniform(model), relabel=False)
+        measured[name] = results["first_output_cycles"], results["total_cycles"] - results["first_output_cycles"]
+        modelled[name] = cost.estimate(model.schedule.stages, 8, model.schedule.in_lanes).latency
+    load = measured["loaded"][0] - measured["rom"][0]
+    assert load == pytest.approx(modelled["loaded"] - modelled["rom"], rel=0.05)
+    assert load > 0 and measured["loaded"][1] == measured["rom"][1]
+
+
 @pytest.mark.parametrize("simulator", SIMULATORS)
 def test_every_batch_loads_its_tables_from_its_own_images(simulator, tmp_path, run_cli):
     """A second batch without a reset, its images moved and the old ones cleared: a stage that
-    kept the first batch's tables or weight address would read zeros."""
+    kept the first batch's tables, weights or weight address would read zeros (the sequential
+    stage's image, and the load image of the last stage's weights in UltraRAM)."""
     require(simulator)
     outdir = mlp_design("sequential_middle", tmp_path / "design", count=4)
     results = simulate(run_cli, outdir, simulator, "--move-images")

@@ -9,7 +9,9 @@ from rich.console import Console, RenderableType
 from rich.measure import Measurement
 
 from ..accuracy import Accuracy
+from ..ir import Schedule
 from ..numerics import DEFAULT_PRECISION
+from ..schedule.scheduler import PROGRAM_SECONDS
 
 # Results go to stdout; progress and notes to stderr, so `--json` output stays clean. Lines are
 # never wrapped (soft_wrap): a pipe or a file gets each line whole.
@@ -86,3 +88,12 @@ def accuracy_lines(accuracy: Accuracy, where: str, bound: float | None = None, r
         f"of the output range{range_of} ({accuracy.output_range:.4g})"
     )
     return [error, f"saturated values: {', '.join(saturated[:_SATURATED_SHOWN]) + more if saturated else 'none'}"]
+
+
+def print_unproven(schedule: Schedule) -> None:
+    """Warn when the scheduler's solver ran out of time before it could prove its choice least."""
+    if schedule.unproven:
+        err.print(
+            f"[yellow]warning:[/] the scheduler's {' and '.join(schedule.unproven)} is the best its solver found in "
+            f'{PROGRAM_SECONDS:g} s per program, not proven least (docs/cost-model.md, "Candidates")'
+        )

@@ -17,7 +17,7 @@ from ..prepare import FrontOptions
 from ..schedule.scheduler import OBJECTIVES, POLICIES
 from ..vectors import idle_layers, read_vectors
 from . import app
-from .common import accuracy_lines, calib_option, err, model_argument, out, plural
+from .common import accuracy_lines, calib_option, err, model_argument, out, plural, print_unproven
 from .progress import Steps
 
 
@@ -104,6 +104,7 @@ def compile_command(
     )
     if summary.clock_note:
         err.print(f"note: {escape(summary.clock_note)}")
+    print_unproven(summary.model.schedule)
     vectors = read_vectors(summary.outdir / "vectors")
     out.print(f"  {plural(vectors.batch, 'test vector')}: {escape(vectors.source)}")
     idle = idle_layers(summary.model, vectors)

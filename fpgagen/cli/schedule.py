@@ -16,7 +16,7 @@ from ..schedule.boards import builtin_boards, load_board
 from ..schedule.cost_model import RESOURCE_KINDS, DesignEstimate, Resources
 from ..schedule.scheduler import DEFAULT_BATCH, OBJECTIVES, POLICIES
 from . import app
-from .common import err, model_argument, out, precision_option, print_table
+from .common import err, model_argument, out, precision_option, print_table, print_unproven
 
 
 @app.command("schedule")
@@ -89,9 +89,10 @@ def schedule_command(
         err.print(f"note: {escape(prepared.clock_note)}")
     scheduled, profile = prepared.model, prepared.board
     estimate = scheduled.schedule.estimate
+    print_unproven(scheduled.schedule)
     if as_json:
         document = {"precision": scheduled.precision.name, "policy": policy, "objective": objective,
-                    **estimate.to_dict()}  # fmt: skip
+                    "unproven": list(scheduled.schedule.unproven), **estimate.to_dict()}  # fmt: skip
         click.echo(json.dumps(document, indent=2, allow_nan=False))
         return
     table = _table(estimate, f"{estimate.model} on {profile.name} ({profile.part}), {policy}, {objective}")

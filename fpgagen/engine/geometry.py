@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from .encoding import Encoding
-from .memory import Memory
+from .memory import BRAM, URAM, URAM_DEPTH, URAM_WIDTH, Memory, memory_kind
 
 # Values and streams.
 VALUE_BITS = 16  # activations travel between stages as 16-bit values (activation widths are at most 16)
@@ -312,10 +312,38 @@ def pe_memories(pes: int, units: int, addresses: int, local_bits: int, weight_bi
     ]
 
 
-def dataflow_memories(layer: LayerShape, units: int, input_index_bits: int, output: Output) -> list[Memory]:
-    """A dataflow stage of K issue units: its row table and weight ROM (a copy per two units),
-    bias ROM (a constant when it is one word), the units' activation and row FIFOs, the PEs' FIFOs and
-    banks, and its drain."""
+def load_port_bits(row_bits: int) -> int:
+    """The data width of the AXI4 master that loads weight rows of `row_bits` (a row a beat): a
+    power of two of at least 32 bits."""
+    return max(32, 1 << (row_bits - 1).bit_length())
+
+
+def loaded_weights(layer: LayerShape, units: int) -> Memory:
+    """A dataflow stage's weights in UltraRAM, which the load phase fills: a copy per issue unit
+    (the load writes through the other port of the block), a row of P slots a word."""
+    return Memory("weights", layer.rom_beats, layer.pes * layer.slot.width, URAM, units)
+
+
+def loadable(layer: LayerShape) -> bool:
+    """Whether a dataflow stage's weights may go to UltraRAM: a row fits one beat of the load's
+    port, as a ROM they would be block RAM, and they fill at least a quarter of the UltraRAM
+    blocks they take (4096 x 72 each: a shallow table wastes most of them). The scheduler then
+    chooses between the two by the board's budget."""
+    width = layer.pes * layer.slot.width
+    if load_port_bits(width) > MAX_PORT_BITS:
+        return False
+    blocks = ceil_div(width, URAM_WIDTH) * ceil_div(layer.rom_beats, URAM_DEPTH)
+    return (
+        memory_kind(layer.rom_beats, width) == BRAM and blocks * URAM_DEPTH * URAM_WIDTH <= 4 * layer.rom_beats * width
+    )
+
+
+def dataflow_memories(
+    layer: LayerShape, units: int, input_index_bits: int, output: Output, loaded: bool = False
+) -> list[Memory]:
+    """A dataflow stage of K issue units: its row table and weight ROM (a copy per two units), or
+    its `loaded` weights in UltraRAM, bias ROM (a constant when it is one word), the units'
+    activation and row FIFOs, the PEs' FIFOs and banks, and its drain."""
     pes, copies, ports = layer.pes, rom_copies(units), rom_ports(units)
     row_bits = layer.start_bits + layer.count_bits
     bias_bits = pes * layer.acc_bits
@@ -325,7 +353,9 @@ def dataflow_memories(layer: LayerShape, units: int, input_index_bits: int, outp
         bias = Memory.sized("bias", layer.bias_rows, bias_bits)
     return [
         Memory.sized("row table", layer.n_in, row_bits, copies, ports),
-        Memory.sized("weights", layer.rom_beats, pes * layer.slot.width, copies, ports),
+        loaded_weights(layer, units)
+        if loaded
+        else Memory.sized("weights", layer.rom_beats, pes * layer.slot.width, copies, ports),
         bias,
         Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + input_index_bits + VALUE_BITS, units),
         Memory.sized("unit rows", ROW_FIFO_DEPTH, 1 + row_bits + VALUE_BITS, units),

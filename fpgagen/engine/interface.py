@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..schedule.boards import Board
-from .geometry import MEMORY_LATENCY, VALUE_BITS, bits_for
+from .geometry import AXI_PAGE, MAX_BURST_BEATS, MEMORY_LATENCY, VALUE_BITS, bits_for, load_port_bits
 
 if TYPE_CHECKING:
     from .plan import StagePlan
@@ -23,10 +23,11 @@ SCALAR_BYTES = 8  # a 32-bit scalar argument: its word and a reserved one
 
 @dataclass(frozen=True)
 class WeightPort:
-    """The AXI4 master `weights<k>` (bundle gmem<k>) of sequential stage `stage`."""
+    """The AXI4 master `weights<k>` (bundle gmem<k>) of sequential stage `stage`, or (`stage` None,
+    the last port) the load port of the dataflow stages whose weights are in UltraRAM."""
 
     port: int  # k
-    stage: int
+    stage: int | None
     data_bits: int  # one beat of P off-chip slots
     image: str  # the file holding its weight image: weights<k>.bin
     image_beats: int  # beats of the image (co-simulation's m_axi depth: at least 1)
@@ -87,6 +88,11 @@ class Interface:
     control: ControlMap
 
     @property
+    def load_port(self) -> WeightPort | None:
+        """The port that loads the dataflow stages' UltraRAM, if any stage has its weights there."""
+        return next((port for port in self.ports if port.stage is None), None)
+
+    @property
     def in_bits(self) -> int:
         return VALUE_BITS * self.in_lanes
 
@@ -111,4 +117,21 @@ def plan_interface(stages: Sequence[StagePlan], in_lanes: int, board: Board) -> 
         for stage in stages
         if stage.sequential
     )
+    loaded = [stage for stage in stages if stage.loaded]
+    if loaded:
+        data_bits = load_port_bits(max(stage.row_bits for stage in loaded))
+        beats = sum(stage.layers[0].shape.rom_beats for stage in loaded)
+        ports += (
+            WeightPort(
+                port=len(ports),
+                stage=None,
+                data_bits=data_bits,
+                image=f"weights{len(ports)}.bin",
+                image_beats=beats,
+                load_beats=beats,
+                max_burst=min(MAX_BURST_BEATS, AXI_PAGE * 8 // data_bits),
+                bytes_per_cycle=board.bytes_per_cycle,
+                memory_latency=MEMORY_LATENCY,
+            ),
+        )
     return Interface(in_lanes, stages[-1].pes, ports, ControlMap.for_ports(len(ports)))

@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from ..errors import FpgagenError
-from ..ir import DATAFLOW, Layer, Model
+from ..ir import DATAFLOW, URAM, Layer, Model
 from ..schedule.boards import Board
 from .encoding import Encoding, encoding_of
 from .geometry import (
@@ -146,6 +146,7 @@ class StagePlan:
     loop: Channel | None  # a sequential stage's loop-back items
     loop_depth: int  # ... and its FIFO's depth: a whole vector (0 without loop-back)
     port: int | None  # k of the AXI4 master weights<k> of a sequential stage
+    loaded: bool  # a dataflow stage whose weights are in UltraRAM: the load phase fills them
     acc_bits: int  # the drain's sums: bias, rounding and the scaled accumulator
     sum_bits: int  # the accumulators' width
     encoding: Encoding  # the weight slots of its PEs
@@ -254,6 +255,21 @@ class StagePlan:
     def image_beats(self) -> int:
         return len(self.offchip_image) // self.sequential_shape.beat_bytes
 
+    @property
+    def row_bits(self) -> int:
+        """A dataflow stage's weight row: P slots, PE 0's in the lowest bits."""
+        return self.pes * self.layers[0].shape.slot.width
+
+    def load_rows(self, beat_bits: int) -> bytes:
+        """A loaded stage's part of the load image: each weight row in a little-endian beat of
+        `beat_bits` bits, PE 0's slot lowest, zeros above the row."""
+        words = self.layers[0].rom_words
+        width = self.layers[0].shape.slot.width
+        bits = np.zeros((len(words), beat_bits), dtype=np.uint8)
+        shifts = np.arange(width, dtype=np.uint64)
+        bits[:, : self.row_bits] = ((words[:, :, None] >> shifts) & np.uint64(1)).reshape(len(words), -1)
+        return np.packbits(bits, axis=1, bitorder="little").tobytes()
+
 
 @dataclass(frozen=True, eq=False)
 class EnginePlan:
@@ -292,6 +308,18 @@ class EnginePlan:
         return [stage for stage in self.stages if stage.sequential]
 
     @property
+    def loaded(self) -> list[StagePlan]:
+        """The dataflow stages whose weights the load phase fills, in the order of the load chain."""
+        return [stage for stage in self.stages if stage.loaded]
+
+    @cached_property
+    def load_image(self) -> bytes:
+        """What the load port reads at a batch's start: every loaded stage's weight rows, a row a
+        beat, stage after stage (docs/engine.md, "Dataflow weights in UltraRAM")."""
+        port = self.interface.load_port
+        return b"".join(stage.load_rows(port.data_bits) for stage in self.loaded) if port else b""
+
+    @property
     def reader_memories(self) -> list[Memory]:
         return reader_memories(self.channels[0], self.lanes)
 
@@ -311,6 +339,11 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
     for number, stage in enumerate(schedule.stages):
         output = stage_output(model, stage.layers[-1], stage.pes, stage.units)
         sequential = stage.mode != DATAFLOW
+        loaded = stage.weight_memory == URAM
+        if loaded and not board.has_free_uram:
+            raise FpgagenError(
+                f"stage {number}: its weights are to be loaded into UltraRAM, which {board.name} has none of"
+            )
         layer_plans, tables = _layer_plans(model, stage.layers, stage.pes, sequential)
         if tables is not None:
             shape = tables
@@ -320,7 +353,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
         else:
             (plan,) = layer_plans
             shape, loop, loop_depth = plan.shape, None, 0
-            memories = dataflow_memories(plan.shape, stage.units, channels[-1].index_bits, output)
+            memories = dataflow_memories(plan.shape, stage.units, channels[-1].index_bits, output, loaded)
             logic = plan.shape.logic(stage.units)
         stages.append(
             StagePlan(
@@ -334,6 +367,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
                 loop=loop,
                 loop_depth=loop_depth if loop is not None else 0,
                 port=port if sequential else None,
+                loaded=loaded,
                 acc_bits=shape.acc_bits,
                 sum_bits=shape.sum_bits,
                 encoding=shape.encoding,

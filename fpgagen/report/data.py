@@ -153,7 +153,10 @@ def _roofline(data: ReportData) -> Roofline:
     budget = estimate.get("totals", {}).get("budget", {})
     clock = float(manifest["board"]["clock_mhz"]) * 1e6
     lanes = sum(stage["pes"] for stage in manifest["schedule"]["stages"])
-    ports = sum(min(port["data_bits"] / 8, port["bytes_per_cycle"]) for port in manifest["rtl"]["ports"])
+    # the ports that stream weights while vectors run: not the load port (its `stage` is null),
+    # which reads before them; a manifest written before the load port names no stage
+    streaming = [port for port in manifest["rtl"]["ports"] if port.get("stage", "sequential") is not None]
+    ports = sum(min(port["data_bits"] / 8, port["bytes_per_cycle"]) for port in streaming)
     demands = layer_demands(manifest, data.model, data.vectors)
     interval = estimate.get("totals", {}).get("interval")
     return Roofline(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engine.geometry import MAX_PORT_BITS, OFFCHIP_SLOT_WIDTHS, UNITS, SequentialShape
+from ..engine.geometry import MAX_PORT_BITS, OFFCHIP_SLOT_WIDTHS, UNITS, SequentialShape, load_port_bits
 from ..engine.plan import layer_shape
 from ..errors import FpgagenError
-from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, LayerSchedule, Model, Schedule
+from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, LayerSchedule, Model, Schedule
 
 DATAFLOW_PES = (1, 2, 4, 8, 16, 32, 64)
 # AXI data width: P slots of 8, 16 or 32 bits, at most 512. Not 64: a drained word's count of its
@@ -46,12 +46,19 @@ def _check_stage(model: Model, number: int, stage) -> None:
             raise FpgagenError(
                 f"{where}: {stage.units} issue units; a dataflow stage takes one of {UNITS}, at most its PEs"
             )
-        if stage.weight_memory != BRAM:
+        if stage.weight_memory not in (BRAM, URAM):
             raise FpgagenError(
-                f"{where}: dataflow weights live in {BRAM}, not {stage.weight_memory!r}: a weight ROM needs "
-                "contents initialized from the bitstream, and UltraRAM cannot hold initialized ROM contents "
-                "on UltraScale+ parts"
+                f"{where}: dataflow weights live in a ROM ({BRAM}) or in UltraRAM that the load phase fills "
+                f"({URAM}), not {stage.weight_memory!r}"
             )
+        if stage.weight_memory == URAM:
+            row = stage.pes * layer_shape(model.layers[stage.layers[0]], stage.pes).slot.width
+            if load_port_bits(row) > MAX_PORT_BITS:
+                raise FpgagenError(
+                    f"{where}: a row of {stage.pes} {row // stage.pes}-bit slots is wider than the "
+                    f"{MAX_PORT_BITS}-bit port that loads weights into UltraRAM: keep them in {BRAM} or give "
+                    "the stage fewer PEs"
+                )
     elif stage.mode == SEQUENTIAL:
         if stage.pes not in SEQUENTIAL_PES:
             raise FpgagenError(f"{where}: {stage.pes} PEs; a sequential stage takes one of {SEQUENTIAL_PES}")

@@ -32,6 +32,8 @@ from ..engine.geometry import (
     ceil_div,
     dataflow_memories,
     in_lanes,
+    load_port_bits,
+    loadable,
     offchip_slot,
     reader_memories,
     sequential_memories,
@@ -42,7 +44,7 @@ from ..engine.memory import CONSTANT, LUTRAM, REGISTERS, URAM_DEPTH, URAM_WIDTH,
 from ..engine.memory import URAM as ULTRA_RAM
 from ..engine.plan import layer_shape, reader_channel, stage_output
 from ..errors import FpgagenError
-from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, Layer, Model, Stage
+from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, Layer, Model, Stage
 from .activity import Activity
 from .boards import Board
 from .work import Placement, issue_cycles, pe_cycles, place, serializer_cycles
@@ -279,9 +281,12 @@ class StageCost:
 
     stage: Stage
     interval: float
+    # the first vector's cycles through the stage, and for the scheduler's search (a linear sum
+    # over the stages) its load too: an upper bound on what the load adds (see DesignEstimate)
     latency: float
     resources: Resources
     held: np.ndarray = field(compare=False, repr=False)  # per vector: how long the stage holds it
+    load: float = 0.0  # cycles of the load phase that fills its weights in UltraRAM
 
     @property
     def first(self) -> int:
@@ -368,8 +373,9 @@ class StageEstimate:
     units: int
     weight_memory: str
     interval: float
-    latency: float
+    latency: float  # the first vector's cycles through the stage, once its weights are in
     resources: Resources
+    load: float = 0.0  # cycles of the load phase that fills its weights in UltraRAM
 
     def to_dict(self) -> dict:
         values = asdict(self)
@@ -401,7 +407,22 @@ class DesignEstimate:
         object.__setattr__(self, "resources", stages_total + self.reader.resources)
         # what the scheduler minimizes: the design's interval is at least this
         object.__setattr__(self, "bottleneck", max([self.reader.interval, *(s.interval for s in self.stages)]))
-        object.__setattr__(self, "latency", self.reader.latency + sum(s.latency for s in self.stages))
+        object.__setattr__(self, "latency", self.first_result(self.reader.latency, self.stages))
+
+    @staticmethod
+    def first_result(reader: float, stages: tuple[StageEstimate, ...]) -> float:
+        """Cycles to a batch's first result: through the reader and every stage, or, when the load
+        phase fills weights in UltraRAM, from the end of a loaded stage's load (the loader reads
+        the stages' rows one after another, after the memory's latency) through it and the
+        stages after it, whichever is later. The stages before a loaded one overlap its load."""
+        through = reader + sum(stage.latency for stage in stages)
+        loaded, after = MEMORY_LATENCY, through - reader
+        for stage in stages:
+            if stage.load:
+                loaded += stage.load
+                through = max(through, loaded + after)
+            after -= stage.latency
+        return through
 
     @property
     def budget(self) -> Resources:
@@ -605,21 +626,41 @@ class CostModel:
 
     # Dataflow stages ---------------------------------------------------------------------------
 
-    def dataflow_memories(self, index: int, pes: int, units: int) -> list[Memory]:
-        """Every memory of a dataflow stage running layer `index` on P PEs and K units (fpgagen.engine)."""
+    def dataflow_memories(self, index: int, pes: int, units: int, loaded: bool = False) -> list[Memory]:
+        """Every memory of a dataflow stage running layer `index` on P PEs and K units, its weights
+        `loaded` into UltraRAM or in a ROM (fpgagen.engine)."""
         shape = self.shape(index, pes)
         output = stage_output(self.model, index, pes, units)
-        return dataflow_memories(shape, units, bits_for(shape.n_in - 1), output)
+        return dataflow_memories(shape, units, bits_for(shape.n_in - 1), output, loaded)
 
-    def dataflow(self, index: int, pes: int, units: int = 1) -> StageCost:
+    def loadable(self, index: int, pes: int) -> bool:
+        """Whether the board lets a dataflow stage of layer `index` on P PEs load its weights into
+        UltraRAM (geometry.loadable)."""
+        return self.uram and loadable(self.shape(index, pes))
+
+    def load(self, index: int, pes: int) -> tuple[float, Resources]:
+        """The load phase of a dataflow stage's weights: its cycles (a row a beat of the load's
+        port, at most what the memory channel delivers) and the registers of its link in the load
+        chain (a beat, its valid bit, the stage's row counter and its loaded flag)."""
+        shape = self.shape(index, pes)
+        beat_bits = load_port_bits(pes * shape.slot.width)
+        rate = min(1.0, self.board.bytes_per_cycle / (beat_bits // 8))
+        return shape.rom_beats / rate, Resources(ff=beat_bits + 2 + bits_for(shape.rom_beats))
+
+    def dataflow(self, index: int, pes: int, units: int = 1, loaded: bool = False) -> StageCost:
+        """A dataflow stage; `loaded`: its weights in UltraRAM, filled by the load phase at a batch's
+        start, which the stages share one after the other (so their load cycles add up in the
+        latency, as the stages' latencies do)."""
         cycles = self.cycles(index, pes, DATAFLOW, units)
         logic = engine_logic(self.shape(index, pes).logic(units))
+        load_cycles, load_registers = self.load(index, pes) if loaded else (0.0, Resources())
         return StageCost(
-            stage=Stage(DATAFLOW, (index,), pes, BRAM, units),
+            stage=Stage(DATAFLOW, (index,), pes, URAM if loaded else BRAM, units),
             interval=max(cycles.compute, cycles.occupancy),  # the two accumulator banks ping-pong
-            latency=cycles.compute + cycles.occupancy,
-            resources=total(self.dataflow_memories(index, pes, units)) + logic,
+            latency=cycles.compute + cycles.occupancy + load_cycles,
+            resources=total(self.dataflow_memories(index, pes, units, loaded)) + logic + load_registers,
             held=cycles.overlapped,
+            load=load_cycles,
         )
 
     # Sequential stages -------------------------------------------------------------------------
@@ -694,7 +735,7 @@ class CostModel:
 
     def stage(self, stage: Stage) -> StageCost:
         if stage.mode == DATAFLOW:
-            return self.dataflow(stage.layers[0], stage.pes, stage.units)
+            return self.dataflow(stage.layers[0], stage.pes, stage.units, stage.weight_memory == URAM)
         return self.sequential(stage.layers[0], stage.layers[-1], stage.pes)
 
     # Whole designs -----------------------------------------------------------------------------
@@ -778,8 +819,9 @@ class CostModel:
                     units=stage.units,
                     weight_memory=stage.weight_memory,
                     interval=cost.interval,
-                    latency=cost.latency,
+                    latency=cost.latency - cost.load,
                     resources=cost.resources,
+                    load=cost.load,
                 )
             )
         return DesignEstimate(

@@ -72,6 +72,12 @@ _REL_SLACK, _ABS_SLACK = 1e-9, 1e-6
 # per step (Graph Challenge networks have their optimum 0.2 to 0.4% above the bound).
 _MARGIN = 1e-3
 _DP_CELLS = 10_000_000  # the largest table `Problem.least_chain` builds: 80 MB of costs, 40 MB of links
+# How long one integer program may run. Its bound closes slowly when two resources bind on many
+# near-equal designs (Graph Challenge 4096 x 120, block RAM and UltraRAM, latency ranking the
+# loads of weights into UltraRAM): past this, the program's best design is taken, and the schedule
+# says that its latency is not proven least.
+PROGRAM_SECONDS = 60.0
+PRICE_ROUNDS = 30  # re-pricings of the resources before a feasibility question goes to the program
 
 
 def schedule(
@@ -94,8 +100,8 @@ def schedule(
     if not model.quantized:
         raise FpgagenError(f"model {model.name} is not quantized; quantize it before scheduling")
     cost = CostModel(model, board, activity or Activity.uniform(model))
-    candidates = candidate_stages(cost, policy, pes)
-    chosen = solve(Problem(cost, candidates), objective, _describe(policy, pes))
+    problem = Problem(cost, candidate_stages(cost, policy, pes))
+    chosen = solve(problem, objective, _describe(policy, pes))
     stages = tuple(candidate.stage for candidate in chosen)
     scheduled = Schedule(
         stages=stages,
@@ -105,6 +111,7 @@ def schedule(
         policy=policy,
         objective=objective,
         estimate=cost.estimate(stages, batch),
+        unproven=tuple(sorted(set(problem.timed_out))),
     )
     return apply_schedule(model, scheduled)
 
@@ -120,7 +127,13 @@ def candidate_stages(cost: CostModel, policy: str, pes: int | None = None) -> li
     dataflow_pes = [p for p in DATAFLOW_PES if pes in (None, p)] if policy != SEQUENTIAL else []
     sequential_pes = [p for p in SEQUENTIAL_PES if pes in (None, p)] if policy != DATAFLOW else []
     candidates = [
-        cost.dataflow(index, p, units) for index in range(count) for p in dataflow_pes for units in UNITS if units <= p
+        cost.dataflow(index, p, units, loaded)
+        for index in range(count)
+        for p in dataflow_pes
+        for units in UNITS
+        if units <= p
+        for loaded in (False, True)
+        if not loaded or cost.loadable(index, p)
     ]
     for p in sequential_pes:
         firsts = [0] if policy == SEQUENTIAL else range(count)
@@ -142,9 +155,11 @@ class _Design:
 class Problem:
     """Candidate stages as arrays, and the programs over them (see the module docstring)."""
 
-    def __init__(self, cost: CostModel, candidates: list[StageCost]):
+    def __init__(self, cost: CostModel, candidates: list[StageCost], timed_out: list[str] | None = None):
         self.cost = cost
         self.candidates = candidates
+        # what the programs stopped by PROGRAM_SECONDS left unproven; shared with every subset
+        self.timed_out = [] if timed_out is None else timed_out
         self.layers = len(cost.layers)
         self.reader = cost.reader()
         self.channels = cost.board.channels
@@ -157,7 +172,7 @@ class Problem:
         self.resources = np.array([c.resources.as_tuple() for c in candidates], dtype=np.float64).reshape(-1, 5)
 
     def subset(self, keep: np.ndarray) -> Problem:
-        return Problem(self.cost, [self.candidates[c] for c in np.flatnonzero(keep)])
+        return Problem(self.cost, [self.candidates[c] for c in np.flatnonzero(keep)], self.timed_out)
 
     def evaluate(self, chosen: np.ndarray) -> _Design:
         """Interval and latency of a chain of candidates."""
@@ -170,6 +185,70 @@ class Problem:
         """Which candidates keep a design's interval within `limit`."""
         within = self.interval <= limit * (1 + _REL_SLACK) + _ABS_SLACK
         return within & (self.reader.interval <= limit)
+
+    def dominated(self, latency: bool = False) -> np.ndarray:
+        """Which candidates another one of the same layers and kind can replace in any design,
+        using no more of any resource (and, with `latency`, taking no longer); the first of equals
+        stays. Where the interval no longer matters (every candidate already meets it), dropping
+        them keeps every answer, and spares the integer program the many near-equal options of
+        alike layers (Graph Challenge's)."""
+        dropped = np.zeros(len(self.candidates), dtype=bool)
+        if not self.candidates:
+            return dropped
+        costs = np.column_stack([self.resources, self.latency]) if latency else self.resources
+        keys = np.stack([self.first, self.last, self.sequential], axis=1)
+        group = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+        for members in np.split(np.argsort(group, kind="stable"), np.flatnonzero(np.diff(np.sort(group))) + 1):
+            used = costs[members]
+            no_more = (used[:, None, :] <= used[None, :, :]).all(axis=2)  # [d, c]: d uses no more than c
+            less = (used[:, None, :] < used[None, :, :]).any(axis=2)
+            earlier = members[:, None] < members[None, :]
+            dropped[members] = (no_more & (less | earlier)).any(axis=0)
+        return dropped
+
+    def fits(self, chain: np.ndarray) -> bool:
+        return bool(
+            (self.resources[chain].sum(axis=0) <= self.room).all() and self.sequential[chain].sum() <= self.channels
+        )
+
+    def cheapest_chain(self, cost: np.ndarray) -> np.ndarray | None:
+        """The chain of candidates of least total `cost` (channels ignored), by dynamic programming
+        over the layer boundaries; None if no chain covers the layers."""
+        best = np.full(self.layers + 1, np.inf)
+        best[0] = 0.0
+        via = np.full(self.layers + 1, -1)
+        for c in np.argsort(self.first, kind="stable"):  # every chain into a boundary before leaving it
+            reached = best[self.first[c]] + cost[c]
+            if reached < best[self.last[c] + 1]:
+                best[self.last[c] + 1], via[self.last[c] + 1] = reached, c
+        if not np.isfinite(best[self.layers]):
+            return None
+        chain, boundary = [], self.layers
+        while boundary > 0:
+            chain.append(int(via[boundary]))
+            boundary = self.first[via[boundary]]
+        return np.array(chain[::-1], dtype=np.int64)
+
+    def priced_chain(self, rounds: int = PRICE_ROUNDS) -> np.ndarray | None:
+        """A design that fits, found without the integer program, or None: the cheapest chain when
+        each resource is priced by the share of the board's room it takes, the price of every
+        resource the chain overruns raised by the overrun, round after round. A feasibility
+        program near the least interval can take minutes where many designs are nearly alike
+        (Graph Challenge 4096 x 120 with its weights in block RAM or UltraRAM); this finds one in
+        a fraction of a second when a few resources bind. None proves nothing: the program decides."""
+        if not self.candidates:
+            return None
+        share = self.resources / np.maximum(self.room, 1.0)
+        prices = np.ones(share.shape[1])
+        for _ in range(rounds):
+            chain = self.cheapest_chain(share @ prices)
+            if chain is None:
+                return None
+            if self.fits(chain):
+                return chain
+            prices *= np.maximum(1.0, share[chain].sum(axis=0)) ** 2
+            prices /= prices.max()  # relative prices: no overflow however long it runs
+        return None
 
     # Bounds by dynamic programming -------------------------------------------------------------
 
@@ -270,9 +349,14 @@ class Problem:
             constraints=[self.rows().constraint(n)],
             integrality=np.ones(n),
             bounds=Bounds(0, 1),
-            options={"mip_rel_gap": 0.0},
+            options={"mip_rel_gap": 0.0, "time_limit": PROGRAM_SECONDS},
         )
         if result.status == 2:  # infeasible
+            return None
+        if result.status == 1 and objective is not None and result.x is not None:
+            self.timed_out.append("latency")  # out of time: its best design so far
+        elif result.status == 1 and objective is None and result.x is None:
+            self.timed_out.append("interval")  # out of time before any design: counted as none
             return None
         if result.x is None:
             raise FpgagenError(f"the scheduler's solver stopped without a design: {result.message}")
@@ -389,8 +473,10 @@ def _within(problem: Problem, limit: float) -> _Design | None:
     through, least = sub.cover_bounds(sub.resources)
     if not (least <= sub.room).all():
         return None  # even the cheapest chain of each resource exceeds the board
-    sub = sub.subset((through <= sub.room).all(axis=1))
-    chosen = sub.program(None)
+    sub = sub.subset((through <= sub.room).all(axis=1) & ~sub.dominated())
+    chosen = sub.priced_chain()
+    if chosen is None:
+        chosen = sub.program(None)
     return None if chosen is None else sub.evaluate(chosen)
 
 
@@ -434,12 +520,16 @@ def least_latency(problem: Problem) -> _Design | None:
 def _least_latency_among(problem: Problem, binding: int) -> _Design | None:
     """A design of the least latency, or None: the chain that keeps only to the `binding`
     resource (and the channels) is one whenever it fits the rest of the board, which saves the
-    integer program (whose bound, on near-equal designs, closes slowly)."""
+    integer program (whose bound, on near-equal designs, closes slowly); the program sees only
+    the candidates that no other one of the same layers beats in latency and every resource."""
     chain = problem.least_chain(binding)
     if chain is None:
         return None
     if not (problem.resources[chain].sum(axis=0) <= problem.room).all():
-        chain = problem.program(problem.latency)
+        keep = ~problem.dominated(latency=True)
+        kept = np.flatnonzero(keep)
+        chosen = problem.subset(keep).program(problem.latency[kept])
+        chain = None if chosen is None else kept[chosen]
     return None if chain is None else problem.evaluate(chain)
 
 

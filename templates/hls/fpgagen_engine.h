@@ -569,6 +569,34 @@ void drain_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], hls::s
 }
 
 // ---------------------------------------------------------------------------------------------
+// Load phase of a dataflow stage whose weights are in UltraRAM (fg_stage.v, LOADED), which the
+// bitstream cannot initialize: at a batch's start its link of the load chain brings it the load
+// image from its rows on (the loaded stages before it kept theirs), a row a beat. It keeps the
+// first BEATS beats, PE p's slot in bits [p*SLOT_BITS, (p+1)*SLOT_BITS) of a beat, and passes the
+// rest on to the next loaded stage.
+template <class Cfg, class Beat>
+void load_rows(hls::stream<Beat>& load) {
+    for (int t = 0; t < Cfg::BEATS; ++t) {
+#pragma HLS PIPELINE II=1
+        const Beat beat = load.read();
+        for (int p = 0; p < Cfg::PES; ++p) {
+#pragma HLS UNROLL
+            Cfg::rom[t][p] = static_cast<typename Cfg::slot_t>(
+                beat.range(Cfg::SLOT_BITS * p + Cfg::SLOT_BITS - 1, Cfg::SLOT_BITS * p).to_uint64());
+        }
+    }
+}
+
+// The rest of the load chain's beats, on to the next loaded stage.
+template <int BEATS, class Beat>
+void pass_on(hls::stream<Beat>& load, hls::stream<Beat>& next) {
+    for (int t = 0; t < BEATS; ++t) {
+#pragma HLS PIPELINE II=1
+        next.write(load.read());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Sequential stage (fg_seq_stage.v): one engine of P PEs runs the stage's layers, a pass per layer,
 // weight rows read from off chip. A pass is a DATAFLOW region of source -> row requests -> AXI
 // reads -> MACs; the drain follows it (its outputs are the next pass's input, through the

@@ -258,6 +258,43 @@ bool check_stage_dense(const golden& g, int first, int last, const char* layer, 
            compare(layer, g.y[last].data(), got, g.batch, g.n_out[last]);
 }
 
+// A loaded stage on its own: its link of the load chain carries the load image from beat `first`
+// on (the loaded stages before it keep their rows).
+template <class Beat>
+void feed_load(hls::stream<Beat>& load, const std::vector<Beat>& image, size_t first) {
+    for (size_t t = first; t < image.size(); ++t) {
+        load.write(image[t]);
+    }
+}
+
+// The last stage of the load chain takes every beat of its link: its rows.
+template <class Beat>
+bool check_load(hls::stream<Beat>& load, const char* layer) {
+    if (!load.empty()) {
+        std::printf("ERROR layer=%s: %zu beats of the load chain left unread\n", layer, load.size());
+        return false;
+    }
+    return true;
+}
+
+// Any other takes every beat of its link and passes on those after its rows, from beat `rest` of
+// the image on, in order.
+template <class Beat>
+bool check_load(hls::stream<Beat>& load, hls::stream<Beat>& passed, const std::vector<Beat>& image, size_t rest,
+                const char* layer) {
+    for (size_t t = rest; t < image.size(); ++t) {
+        if (passed.empty() || passed.read() != image[t]) {
+            std::printf("ERROR layer=%s: beat %zu of the load image is not passed on down the load chain\n", layer, t);
+            return false;
+        }
+    }
+    if (!passed.empty()) {
+        std::printf("ERROR layer=%s: %zu beats passed on down the load chain past the image's end\n", layer, passed.size());
+        return false;
+    }
+    return check_load(load, layer);
+}
+
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -26,6 +26,10 @@ from .carrays import signed_type, unsigned_type
 # register).
 TABLE_STORAGE = {BRAM: "bram", LUTRAM: "lutram", URAM: "uram", REGISTERS: "lutram"}
 FIFO_STORAGE = {BRAM: "bram", LUTRAM: "lutram", REGISTERS: "srl", URAM: "uram"}  # UG1399, BIND_STORAGE type=fifo
+# A link of the load chain, the one stream the plan has no memory for: the RTL passes a beat from
+# stage to stage through a register (fg_stage.v), and every link's consumer takes a beat a cycle,
+# so two beats of registers suffice.
+LOAD_LINK_DEPTH = 2
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,33 @@ class Reader:
     words: Fifo
 
 
+@dataclass(frozen=True)
+class LoadLink:
+    """A loaded dataflow stage's link of the load chain: it reads stream load[`link`], keeps its
+    rows (beats `first` .. `first` + rows - 1 of the load image) and passes the next `passes` beats,
+    the later loaded stages' rows, on to load[`link` + 1] (the chain's last stage passes none and
+    has no stream out)."""
+
+    link: int
+    first: int
+    passes: int
+    slot_bits: int  # a slot of a beat: PE p's in bits [p * slot_bits, (p + 1) * slot_bits)
+
+
+@dataclass(frozen=True)
+class Loader:
+    """The load phase of the dataflow stages whose weights are in UltraRAM: `port` reads the load
+    image into the load chain, streams load[0 .. links - 1], one into each loaded stage."""
+
+    port: WeightPort
+    stages: tuple[int, ...]  # the loaded stages, in the order of the chain
+    fifo: Fifo  # each link's
+
+    @property
+    def links(self) -> int:
+        return len(self.stages)
+
+
 @dataclass(frozen=True, eq=False)
 class DataflowStage:
     number: int
@@ -123,6 +154,7 @@ class DataflowStage:
     fifos: dict[str, Fifo]  # unit items, unit rows, PE entries, drained words
     tables: Tables
     rom: np.ndarray  # (beats, P) packed slots
+    load: LoadLink | None  # its weights are in UltraRAM: the load phase fills `rom`, not the bitstream
 
     sequential = False
 
@@ -177,6 +209,7 @@ class SequentialStage:
     tables: Tables
 
     sequential = True
+    load = None  # its weights come from off chip, on no load chain
 
     @property
     def rows(self) -> int:
@@ -208,6 +241,8 @@ class Design:
     layer_names: tuple[str, ...]
     layer_outputs: tuple[int, ...]
     nnz: int
+    loader: Loader | None  # None: no stage's weights are in UltraRAM
+    max_bursts: int  # AXI4 read bursts in flight on a port
 
     @property
     def sequential(self) -> list[SequentialStage]:
@@ -222,6 +257,7 @@ def plan_design(plan: EnginePlan) -> Design:
         ChannelView(f"ch{k}", channel.subs, channel.index_bits, fifo(_role(found, "input items", "output items")))
         for k, (channel, found) in enumerate(zip(plan.channels, producers))
     ]
+    links = _load_links(plan)
     stages: list[DataflowStage | SequentialStage] = []
     for stage in plan.stages:
         out_channel = None if stage.last else channels[stage.index + 1]
@@ -229,7 +265,7 @@ def plan_design(plan: EnginePlan) -> Design:
             port = plan.interface.ports[stage.port]
             stages.append(_sequential_stage(stage, channels[stage.index], out_channel, port))
         else:
-            stages.append(_dataflow_stage(stage, channels[stage.index], out_channel))
+            stages.append(_dataflow_stage(stage, channels[stage.index], out_channel, links.get(stage.index)))
     last = plan.stages[-1]
     reader_groups = plan.reader_groups
     return Design(
@@ -254,7 +290,26 @@ def plan_design(plan: EnginePlan) -> Design:
         layer_names=tuple(layer.name for layer in model.layers),
         layer_outputs=tuple(layer.out_features for layer in model.layers),
         nnz=model.nnz,
+        loader=_loader(plan),
+        max_bursts=MAX_BURSTS,
     )
+
+
+def _loader(plan: EnginePlan) -> Loader | None:
+    port = plan.interface.load_port
+    if port is None:
+        return None
+    return Loader(port, tuple(stage.index for stage in plan.loaded), Fifo(LOAD_LINK_DEPTH, FIFO_STORAGE[REGISTERS]))
+
+
+def _load_links(plan: EnginePlan) -> dict[int, LoadLink]:
+    """Each loaded stage's link of the load chain, by stage index: the load image holds the loaded
+    stages' rows, a row a beat, stage after stage (`EnginePlan.load_image`)."""
+    rows = [stage.layers[0].shape.rom_beats for stage in plan.loaded]
+    return {
+        stage.index: LoadLink(link, sum(rows[:link]), sum(rows[link + 1 :]), stage.layers[0].shape.slot.width)
+        for link, stage in enumerate(plan.loaded)
+    }
 
 
 def clock_period(clock_mhz: float) -> float:
@@ -274,7 +329,9 @@ def _optional(stage: StagePlan, role: str) -> Fifo | None:
     return fifo(found[0]) if found else None
 
 
-def _dataflow_stage(stage: StagePlan, in_channel: ChannelView, out_channel: ChannelView | None) -> DataflowStage:
+def _dataflow_stage(
+    stage: StagePlan, in_channel: ChannelView, out_channel: ChannelView | None, load: LoadLink | None
+) -> DataflowStage:
     (plan,) = stage.layers
     layer, shape = plan.layer, plan.shape
     slot_type, slot_np = ("uint32_t", np.uint32) if shape.slot.width <= 32 else ("uint64_t", np.uint64)
@@ -324,6 +381,7 @@ def _dataflow_stage(stage: StagePlan, in_channel: ChannelView, out_channel: Chan
         fifos=fifos,
         tables=_tables(stage),
         rom=plan.rom_words.astype(slot_np),
+        load=load,
     )
 
 

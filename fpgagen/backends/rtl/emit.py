@@ -43,7 +43,7 @@ STYLES = {BRAM: "block", LUTRAM: "distributed", URAM: "ultra", REGISTERS: "regis
 LIBRARY = (
     "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_table.v", "fg_resize.v", "fg_all.v", "fg_serializer.v", "fg_merger.v",
     "fg_unit.v", "fg_pe.v", "fg_stage.v", "fg_seq_stage.v", "fg_axi_reader.v", "fg_reader.v", "fg_control.v",
-    "fg_axilite_ctrl.v",
+    "fg_axilite_ctrl.v", "fg_loader.v",
 )  # fmt: skip
 
 
@@ -54,8 +54,10 @@ def emit_rtl(plan: EnginePlan, folder: Path) -> None:
     memories.mkdir(exist_ok=True)
     for name in LIBRARY:
         (folder / name).write_bytes(template_bytes("rtl", f"lib/{name}"))
+    load_port = plan.interface.load_port
+    load_bits = load_port.data_bits if load_port is not None else 1
     stages = [
-        _sequential_stage(plan, stage, memories) if stage.sequential else _dataflow_stage(stage, memories)
+        _sequential_stage(plan, stage, memories) if stage.sequential else _dataflow_stage(stage, memories, load_bits)
         for stage in plan.stages
     ]
     control = plan.interface.control
@@ -80,6 +82,8 @@ def emit_rtl(plan: EnginePlan, folder: Path) -> None:
         "output_style": style(plan.stages[-1].memory("output beats")),
         "stages": stages,
         "sequential": [stage for stage in stages if stage["port"] is not None],
+        "ports": [{"port": port.port, "data_bits": port.data_bits} for port in plan.interface.ports],
+        "loader": _loader(plan),
         "control": control,
         "arg_addresses": _packed_addresses(control.words),
     }
@@ -113,6 +117,17 @@ def _group_parameters(groups: Groups) -> list[tuple[str, int]]:
     return [("G", groups.size), ("GB", max(1, log2(groups.size))), ("COUNT_W", groups.count_bits)]
 
 
+def _loader(plan: EnginePlan) -> dict | None:
+    """The load phase of the dataflow stages whose weights are in UltraRAM: its port, and the
+    stages in the order the load chain passes them."""
+    port = plan.interface.load_port
+    if port is None:
+        return None
+    parameters = [("DATA_W", port.data_bits), ("BEATS", port.image_beats), ("MAX_BURSTS", MAX_BURSTS)]
+    return {"port": port.port, "data_bits": port.data_bits, "parameters": parameters,
+            "stages": [stage.index for stage in plan.loaded]}  # fmt: skip
+
+
 def _reader(plan: EnginePlan) -> dict:
     groups = plan.reader_groups
     parameters = [
@@ -133,6 +148,7 @@ def _stage_context(
         "pes": stage.pes,
         "units": stage.units,
         "port": stage.port,
+        "loaded": stage.loaded,
         "data_bits": data_bits,  # of its AXI4 master, a sequential stage
         "dense_bits": VALUE_BITS * stage.pes,
         "last": stage.last,
@@ -166,11 +182,16 @@ def _word_fifo(stage: StagePlan) -> Memory:
     return found[0] if found else stage.memory("output beats")
 
 
-def _dataflow_stage(stage: StagePlan, memories: Path) -> dict:
+def _dataflow_stage(stage: StagePlan, memories: Path, load_bits: int) -> dict:
+    """A dataflow stage; `load_bits`: the load chain's width (its weights come through it when
+    they are in UltraRAM, and no file initializes them)."""
     (layer,) = stage.layers
     files = {kind: f"mem/s{stage.index}_{kind}.mem" for kind in ("rows", "weights", "bias")}
     (memories.parent / files["rows"]).write_bytes(_row_table(stage))
-    (memories.parent / files["weights"]).write_bytes(_weights(layer))
+    if stage.loaded:
+        files["weights"] = ""
+    else:
+        (memories.parent / files["weights"]).write_bytes(_weights(layer))
     (memories.parent / files["bias"]).write_bytes(_bias_rows(stage))
     groups = stage.groups
     parameters = [
@@ -187,8 +208,10 @@ def _dataflow_stage(stage: StagePlan, memories: Path) -> dict:
         ("BIAS_FILE", f'"{files["bias"]}"'),
         ("ROWS_STYLE", style(stage.memory("row table"))), ("WEIGHTS_STYLE", style(stage.memory("weights"))),
         ("ROW_FIFO_STYLE", style(stage.memory("unit rows"))),
+        ("LOADED", int(stage.loaded)), ("LOAD_W", load_bits),
     ]  # fmt: skip
-    description = f"dataflow, layer {layer.name}, {stage.pes} PE(s), {stage.units} issue unit(s), weights on chip"
+    where = "in UltraRAM, loaded at a batch's start" if stage.loaded else "in ROM"
+    description = f"dataflow, layer {layer.name}, {stage.pes} PE(s), {stage.units} issue unit(s), weights {where}"
     return _stage_context(stage, "fg_stage", description, parameters)
 
 

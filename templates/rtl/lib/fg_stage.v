@@ -1,4 +1,7 @@
-// A dataflow stage (docs/engine.md): one layer on P PEs with its weights in on-chip ROM.
+// A dataflow stage (docs/engine.md): one layer on P PEs with its weights on chip, in ROM or, with
+// LOADED, in UltraRAM that the load phase fills at a batch's start (the stage's link of the load
+// chain: it keeps the first BEATS beats, a weight row each, and passes the rest on; its units
+// start when its last row is in).
 //
 // merger -> K issue units (row table and weight ROM ports) -> a FIFO per unit at every PE -> P PEs,
 // each at its own pace, into two banks -> drain (requantize) -> K serializers into the output
@@ -35,6 +38,8 @@ module fg_stage #(
     parameter integer LO = -32768,
     parameter integer HI = 32767,
     parameter integer DENSE = 0,        // the model's last layer: dense beats out
+    parameter integer LOADED = 0,       // the weights are in UltraRAM, loaded through the load chain
+    parameter integer LOAD_W = 1,       // the load chain's beats
     parameter integer PE_FIFO_DEPTH = 32,
     parameter integer PE_SLACK = 8,
     parameter integer ITEM_FIFO_DEPTH = 8,
@@ -56,6 +61,14 @@ module fg_stage #(
 ) (
     input  wire                     clk,
     input  wire                     rst,
+    // the load chain (LOADED): a batch starts; beats in, and those after this stage's rows out
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire                     load_start,
+    input  wire [LOAD_W-1:0]        load_data,      // a row in the low P * SLOT_W bits
+    input  wire                     load_valid,
+    /* verilator lint_on UNUSEDSIGNAL */
+    output reg  [LOAD_W-1:0]        load_out_data,
+    output reg                      load_out_valid,
     input  wire [S*IN_ITEM_W-1:0]   in_item,
     input  wire [S-1:0]             in_valid,
     output wire [S-1:0]             in_pop,
@@ -105,8 +118,11 @@ module fg_stage #(
 
     // ---- PE readiness, units, ROMs -------------------------------------------------------------------
     wire [P-1:0] pe_ready;
-    wire run;
-    fg_all #(.N(P)) u_ready (.clk(clk), .in(pe_ready), .out(run));
+    wire pes_ready;
+    reg loaded;                         // every weight row is in (always, for a ROM)
+    reg run;                            // the units may issue: the PEs are ready, the weights in
+    fg_all #(.N(P)) u_ready (.clk(clk), .in(pe_ready), .out(pes_ready));
+    always @(posedge clk) run <= !rst && pes_ready && loaded;
 
     wire [K-1:0] row_en, beat_en;
     wire [K*ROW_AW-1:0] row_addr;
@@ -157,11 +173,51 @@ module fg_stage #(
                 .clk(clk), .en(row_en[2*c +: PORTS]), .addr(row_addr[2*c*ROW_AW +: PORTS*ROW_AW]),
                 .data(row_data[2*c*ROW_W +: PORTS*ROW_W])
             );
-            fg_rom #(.WIDTH(P * SLOT_W), .DEPTH(BEATS), .PORTS(PORTS), .STYLE(WEIGHTS_STYLE), .INIT(WEIGHTS_FILE))
-                u_weights (
-                .clk(clk), .en(beat_en[2*c +: PORTS]), .addr(beat_addr[2*c*BEAT_AW +: PORTS*BEAT_AW]),
-                .data(beat_data[2*c*P*SLOT_W +: PORTS*P*SLOT_W])
-            );
+            if (LOADED == 0) begin : g_weights
+                fg_rom #(.WIDTH(P * SLOT_W), .DEPTH(BEATS), .PORTS(PORTS), .STYLE(WEIGHTS_STYLE), .INIT(WEIGHTS_FILE))
+                    u_weights (
+                    .clk(clk), .en(beat_en[2*c +: PORTS]), .addr(beat_addr[2*c*BEAT_AW +: PORTS*BEAT_AW]),
+                    .data(beat_data[2*c*P*SLOT_W +: PORTS*P*SLOT_W])
+                );
+            end
+        end
+    endgenerate
+
+    // ---- the load phase (LOADED): the first BEATS beats of the chain are this stage's rows ---------
+    localparam [31:0] LAST_BEAT32 = BEATS - 1;
+    generate
+        if (LOADED != 0) begin : g_loaded
+            reg [BEAT_AW-1:0] load_next;    // the row the next beat holds
+            reg load_write;
+            reg [BEAT_AW-1:0] load_addr;
+            reg [P*SLOT_W-1:0] load_row;
+            always @(posedge clk) begin
+                if (rst || load_start) begin
+                    loaded <= 1'b0;
+                    load_next <= {BEAT_AW{1'b0}};
+                end else if (load_valid && !loaded) begin
+                    load_next <= load_next + 1'b1;
+                    if (load_next == LAST_BEAT32[BEAT_AW-1:0]) loaded <= 1'b1;
+                end
+                load_write <= !rst && load_valid && !loaded;
+                load_addr <= load_next;
+                load_row <= load_data[P*SLOT_W-1:0];
+                load_out_valid <= !rst && load_valid && loaded;
+                load_out_data <= load_data;
+            end
+            // A copy per unit: the load writes through the block's other port.
+            for (u = 0; u < K; u = u + 1) begin : g_copy
+                fg_table #(.WIDTH(P * SLOT_W), .DEPTH(BEATS), .STYLE(WEIGHTS_STYLE)) u_weights (
+                    .clk(clk), .we(load_write), .waddr(load_addr), .wdata(load_row),
+                    .en(beat_en[u]), .addr(beat_addr[u*BEAT_AW +: BEAT_AW]), .data(beat_data[u*P*SLOT_W +: P*SLOT_W])
+                );
+            end
+        end else begin : g_rom_weights
+            always @(posedge clk) begin
+                loaded <= 1'b1;
+                load_out_valid <= 1'b0;
+                load_out_data <= {LOAD_W{1'b0}};
+            end
         end
     endgenerate
 
