@@ -270,14 +270,18 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
             assert bound is not None, f"stage {stage.index}: its weights are no {storage}"
             assert bound[1] == rom_impl[stage.memory("weights").kind], f"stage {stage.index}"
             assert len(re.findall(r"BIND_STORAGE variable=cfg::rom ", run)) == 1, f"stage {stage.index}"
-            assert "ARRAY_PARTITION variable=cfg::rom type=complete dim=2" in run, f"stage {stage.index}"
+            # PEs' slots apart; a loaded stage's copies (one per unit) apart too
+            partitions = ["dim=1", "dim=3"] if stage.loaded else ["dim=2"]
+            found = re.findall(r"ARRAY_PARTITION variable=cfg::rom type=complete (dim=\d)", run)
+            assert found == partitions, f"stage {stage.index}"
             check_hls_weights_storage(hls, header, run, plan, stage)
             # a bias table of one row is constants: partitioned into its values, bound to no storage
             one_bias = stage.memory("bias").kind == "constant"
             assert ("BIND_STORAGE variable=cfg::bias" in run) != one_bias, f"stage {stage.index}"
             # one lookup and one issue process per unit, each on its own constant-indexed streams
             for unit in range(stage.units):
-                assert f"fpgagen::issue<cfg>(rows[{unit}], entries[{unit}]);" in run
+                copy = f"[{unit}]" if stage.loaded else ""
+                assert f"fpgagen::issue<cfg>(rows[{unit}], entries[{unit}], cfg::rom{copy});" in run
             assert f"fpgagen::issue<cfg>(rows[{stage.units}]" not in run
         assert cfg == expected, f"stage {stage.index}: {cfg} != {expected}"
         groups = stage.groups
@@ -312,8 +316,8 @@ def check_hls_weights_storage(hls: Path, header: str, run: str, plan: EnginePlan
         return
     memory = stage.memory("weights")
     assert (memory.kind, memory.count) == ("uram", stage.units), f"stage {stage.index}"
-    assert "    static slot_t rom[BEATS][PES];  // filled by the load phase" in cfg, f"stage {stage.index}"
-    assert "\ncfg::slot_t cfg::rom[cfg::BEATS][cfg::PES];\n" in weights and not initialized, f"stage {stage.index}"
+    assert "    static slot_t rom[UNITS][BEATS][PES];  // filled by the load phase: a copy per issue unit" in cfg
+    assert "\ncfg::slot_t cfg::rom[cfg::UNITS][cfg::BEATS][cfg::PES];\n" in weights and not initialized
     last = stage is plan.loaded[-1]  # it passes nothing on: no stream out
     load = "    if (batch > 0) {\n        fpgagen::load_rows<cfg>(load_in);\n"
     if not last:

@@ -336,8 +336,11 @@ void lookup(hls::stream<typename Cfg::unit_item_t>& items, hls::stream<typename 
     }
 }
 
+// `weights`: the stage's ROM, or this unit's copy of its UltraRAM weights (a copy per unit, as
+// fg_stage.v has: a written array is not duplicated for the processes that read it).
 template <class Cfg>
-void issue(hls::stream<typename Cfg::row_t>& rows, hls::stream<typename Cfg::entry_t> (&entries)[Cfg::PES]) {
+void issue(hls::stream<typename Cfg::row_t>& rows, hls::stream<typename Cfg::entry_t> (&entries)[Cfg::PES],
+           const typename Cfg::slot_t (&weights)[Cfg::BEATS][Cfg::PES]) {
     typedef typename Cfg::entry_t entry_t;
     unsigned beat = 0, left = 0;
     act_t x = 0;
@@ -360,7 +363,7 @@ void issue(hls::stream<typename Cfg::row_t>& rows, hls::stream<typename Cfg::ent
 #pragma HLS UNROLL
                 entry_t slot(false, x);
                 bool valid;
-                slot.unpack_slot(Cfg::rom[beat][p], valid);
+                slot.unpack_slot(weights[beat][p], valid);
                 if (valid) {
                     entries[p].write(slot);
                 }
@@ -572,8 +575,8 @@ void drain_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], hls::s
 // Load phase of a dataflow stage whose weights are in UltraRAM (fg_stage.v, LOADED), which the
 // bitstream cannot initialize: at a batch's start its link of the load chain brings it the load
 // image from its rows on (the loaded stages before it kept theirs), a row a beat. It keeps the
-// first BEATS beats, PE p's slot in bits [p*SLOT_BITS, (p+1)*SLOT_BITS) of a beat, and passes the
-// rest on to the next loaded stage.
+// first BEATS beats, PE p's slot in bits [p*SLOT_BITS, (p+1)*SLOT_BITS) of a beat, into every
+// unit's copy of its weights, and passes the rest on to the next loaded stage.
 template <class Cfg, class Beat>
 void load_rows(hls::stream<Beat>& load) {
     for (int t = 0; t < Cfg::BEATS; ++t) {
@@ -581,8 +584,12 @@ void load_rows(hls::stream<Beat>& load) {
         const Beat beat = load.read();
         for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
-            Cfg::rom[t][p] = static_cast<typename Cfg::slot_t>(
+            const typename Cfg::slot_t slot = static_cast<typename Cfg::slot_t>(
                 beat.range(Cfg::SLOT_BITS * p + Cfg::SLOT_BITS - 1, Cfg::SLOT_BITS * p).to_uint64());
+            for (int u = 0; u < Cfg::UNITS; ++u) {
+#pragma HLS UNROLL
+                Cfg::rom[u][t][p] = slot;
+            }
         }
     }
 }
