@@ -76,7 +76,7 @@ _DP_CELLS = 10_000_000  # the largest table `Problem.least_chain` builds: 80 MB 
 # near-equal designs (Graph Challenge 4096 x 120, block RAM and UltraRAM, latency ranking the
 # loads of weights into UltraRAM): past this, the program's best design is taken, and the schedule
 # says that its latency is not proven least.
-PROGRAM_SECONDS = 60.0
+PROGRAM_SECONDS = 15.0
 PRICE_ROUNDS = 30  # re-pricings of the resources before a feasibility question goes to the program
 
 
@@ -213,14 +213,25 @@ class Problem:
 
     def cheapest_chain(self, cost: np.ndarray) -> np.ndarray | None:
         """The chain of candidates of least total `cost` (channels ignored), by dynamic programming
-        over the layer boundaries; None if no chain covers the layers."""
+        over the layer boundaries, a boundary at a time (every chain into it is known by then);
+        None if no chain covers the layers."""
         best = np.full(self.layers + 1, np.inf)
         best[0] = 0.0
         via = np.full(self.layers + 1, -1)
-        for c in np.argsort(self.first, kind="stable"):  # every chain into a boundary before leaving it
-            reached = best[self.first[c]] + cost[c]
-            if reached < best[self.last[c] + 1]:
-                best[self.last[c] + 1], via[self.last[c] + 1] = reached, c
+        order = np.argsort(self.first, kind="stable")
+        starts = np.searchsorted(self.first[order], np.arange(self.layers + 1))
+        for boundary in range(self.layers):
+            group = order[starts[boundary] : starts[boundary + 1]]
+            if len(group) == 0 or not np.isfinite(best[boundary]):
+                continue
+            reached = best[boundary] + cost[group]
+            ends = self.last[group] + 1
+            ranked = np.lexsort((reached, ends))  # by end, the cheapest first
+            ends, reached, group = ends[ranked], reached[ranked], group[ranked]
+            cheapest = np.r_[True, ends[1:] != ends[:-1]]
+            ends, reached, group = ends[cheapest], reached[cheapest], group[cheapest]
+            better = reached < best[ends]
+            best[ends[better]], via[ends[better]] = reached[better], group[better]
         if not np.isfinite(best[self.layers]):
             return None
         chain, boundary = [], self.layers
@@ -506,6 +517,7 @@ def least_latency(problem: Problem) -> _Design | None:
     while True:
         limit = lowest + margin if best is None else min(best.latency, lowest + margin)
         keep = floor <= _loosen(limit)
+        timed_out = len(problem.timed_out)
         design = _least_latency_among(problem.subset(keep), binding)
         if design is None and keep[reachable].all():
             return None
@@ -514,6 +526,8 @@ def least_latency(problem: Problem) -> _Design | None:
             if design.latency <= _loosen(limit):
                 return design
             best = design if best is None or design.latency < best.latency else best
+        if len(problem.timed_out) > timed_out and best is not None:
+            return best  # a wider search would only run out of time again
         margin *= 4
 
 
