@@ -34,7 +34,8 @@ from .common import err, model_argument, out, precision_option, print_table, pri
     default="auto",
     show_default=True,
     help="auto: the best mix of dataflow and sequential stages; dataflow: every layer its own stage, "
-    "weights on chip; sequential: one engine running every layer, weights streamed from off chip.",
+    "weights on chip (a ROM, or UltraRAM loaded at a batch's start); sequential: one engine running every "
+    "layer, weights streamed from off chip.",
 )
 @click.option(
     "--objective",
