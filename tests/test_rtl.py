@@ -242,7 +242,6 @@ def test_corrupted_load_image_is_reported(tmp_path, run_cli):
     assert "RTL differs from the golden model" in result.stderr
 
 
-@pytest.mark.slow  # two designs compiled and simulated for one cycle count: the default run keeps to 15 minutes
 def test_the_load_phase_delays_the_first_result_as_the_cost_model_says(tmp_path, run_cli):
     """dataflow_only with its first two stages' weights in UltraRAM against the same design with
     ROMs: the first result comes later by the load the cost model adds to the latency (within 5%),
