@@ -274,6 +274,11 @@ class LayerShape:
         return SlotWord(self.local_bits, self.encoding.weight_bits)
 
     @property
+    def row_bits(self) -> int:
+        """A weight row (a beat of its layout): the P slots side by side, PE 0's lowest."""
+        return self.pes * self.slot.width
+
+    @property
     def fed_pes(self) -> int:
         """PEs that hold outputs, min(P, N_out): the others' columns of the weight ROM are empty, so
         synthesis trims their issue path and the scheduler must not pay for it."""
@@ -321,7 +326,7 @@ def load_port_bits(row_bits: int) -> int:
 def loaded_weights(layer: LayerShape, units: int) -> Memory:
     """A dataflow stage's weights in UltraRAM, which the load phase fills: a copy per issue unit
     (the load writes through the other port of the block), a row of P slots a word."""
-    return Memory("weights", layer.rom_beats, layer.pes * layer.slot.width, URAM, units)
+    return Memory("weights", layer.rom_beats, layer.row_bits, URAM, units)
 
 
 def loadable(layer: LayerShape) -> bool:
@@ -329,7 +334,7 @@ def loadable(layer: LayerShape) -> bool:
     port, as a ROM they would be block RAM, and they fill at least a quarter of the UltraRAM
     blocks they take (4096 x 72 each: a shallow table wastes most of them). The scheduler then
     chooses between the two by the board's budget."""
-    width = layer.pes * layer.slot.width
+    width = layer.row_bits
     if load_port_bits(width) > MAX_PORT_BITS:
         return False
     blocks = ceil_div(width, URAM_WIDTH) * ceil_div(layer.rom_beats, URAM_DEPTH)
@@ -355,7 +360,7 @@ def dataflow_memories(
         Memory.sized("row table", layer.n_in, row_bits, copies, ports),
         loaded_weights(layer, units)
         if loaded
-        else Memory.sized("weights", layer.rom_beats, pes * layer.slot.width, copies, ports),
+        else Memory.sized("weights", layer.rom_beats, layer.row_bits, copies, ports),
         bias,
         Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + input_index_bits + VALUE_BITS, units),
         Memory.sized("unit rows", ROW_FIFO_DEPTH, 1 + row_bits + VALUE_BITS, units),

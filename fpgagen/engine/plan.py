@@ -258,7 +258,7 @@ class StagePlan:
     @property
     def row_bits(self) -> int:
         """A dataflow stage's weight row: P slots, PE 0's in the lowest bits."""
-        return self.pes * self.layers[0].shape.slot.width
+        return self.layers[0].shape.row_bits
 
     def load_rows(self, beat_bits: int) -> bytes:
         """A loaded stage's part of the load image: each weight row in a little-endian beat of

@@ -643,7 +643,7 @@ class CostModel:
         port, at most what the memory channel delivers) and the registers of its link in the load
         chain (a beat, its valid bit, the stage's row counter and its loaded flag)."""
         shape = self.shape(index, pes)
-        beat_bits = load_port_bits(pes * shape.slot.width)
+        beat_bits = load_port_bits(shape.row_bits)
         rate = min(1.0, self.board.bytes_per_cycle / (beat_bits // 8))
         return shape.rom_beats / rate, Resources(ff=beat_bits + 2 + bits_for(shape.rom_beats))
 
