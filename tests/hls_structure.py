@@ -116,7 +116,9 @@ def _blocks(text: str) -> list[Block]:
         if any(f.contains(brace) for f in functions):
             continue
         statement = text[max(text.rfind(";", 0, brace), text.rfind("}", 0, brace), 0) : brace]
-        if _CONTROL.search(statement.replace("\n", " ")) and not re.search(r"\w+\s*\([^()]*\)\s*(const\s*)?$", statement):
+        if _CONTROL.search(statement.replace("\n", " ")) and not re.search(
+            r"\w+\s*\([^()]*\)\s*(const\s*)?$", statement
+        ):
             continue
         functions.append(Block(brace, _matching(text, brace, "{", "}"), "function", _leading_pragmas(text, brace)))
     return blocks + functions
@@ -152,9 +154,7 @@ def structure_problems(source: str) -> list[str]:
             while at < len(text) and text[at] == "[":
                 close = _matching(text, at, "[", "]")
                 index = text[at + 1 : close].strip()
-                unrolled = {
-                    loop.variable for loop in loops if loop.contains(at) and "UNROLL" in loop.pragmas
-                }
+                unrolled = {loop.variable for loop in loops if loop.contains(at) and "UNROLL" in loop.pragmas}
                 if not (re.fullmatch(r"\d+", index) or index in unrolled):
                     line = text.count("\n", 0, at) + 1
                     problems.append(f"line {line}: {name}[{index}] indexes an array of streams dynamically")

@@ -35,7 +35,13 @@ from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.cost_model import CostModel
 
 # The plan's kinds as synthesis attributes, and the stage parameter that carries each memory's.
-STYLES = {"bram": "block", "lutram": "distributed", "uram": "ultra", "registers": "registers", "constant": "distributed"}
+STYLES = {
+    "bram": "block",
+    "lutram": "distributed",
+    "uram": "ultra",
+    "registers": "registers",
+    "constant": "distributed",
+}
 STAGE_STYLES = {
     False: {
         "row table": "ROWS_STYLE", "weights": "WEIGHTS_STYLE", "bias": "BIAS_STYLE", "accumulators": "ACC_STYLE",

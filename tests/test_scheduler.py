@@ -249,7 +249,9 @@ def test_forced_pes_are_optimal_among_designs_with_those_pes():
     assert {stage.pes for stage in schedule(model, U280, "sequential", pes=32).schedule.stages} == {32}
     # 16-bit weights need 32-bit slots: 32 of them would be a 1024-bit port
     wide = random_chain([24, 50, 12, 40], 7, precision="w16a16")
-    with pytest.raises(FpgagenError, match="no sequential design with 32 PEs per stage can be built .* at most 512 bits"):
+    with pytest.raises(
+        FpgagenError, match="no sequential design with 32 PEs per stage can be built .* at most 512 bits"
+    ):
         schedule(wide, U280, "sequential", pes=32)
 
 
@@ -367,7 +369,9 @@ def test_a_budget_that_fits_each_resource_but_not_all_at_once_says_so():
     least_bram = min(cost.dataflow(0, p).resources.bram for p in DATAFLOW_PES)
     assert one_lane.bram > least_bram  # one lane needs the fewest DSPs but not the fewest BRAMs
     tight = board(dsp=1, bram36=least_bram, uram=0)
-    with pytest.raises(DoesNotFit, match="no dataflow design for model chain6 fits every resource of tiny at once") as refused:
+    with pytest.raises(
+        DoesNotFit, match="no dataflow design for model chain6 fits every resource of tiny at once"
+    ) as refused:
         schedule(model, tight, "dataflow")
     assert refused.value.short == ()
 
@@ -375,14 +379,18 @@ def test_a_budget_that_fits_each_resource_but_not_all_at_once_says_so():
 def test_dataflow_weights_in_ultraram_need_rows_the_load_port_takes_and_a_board_with_ultraram():
     model = random_chain([20, 300, 10], 8, precision="w16a16")
     wide = (Stage(DATAFLOW, (0,), 64, "uram"), Stage(SEQUENTIAL, (1,), 2, "offchip"))  # 64 slots of 1 + 3 + 16 bits
-    with pytest.raises(FpgagenError, match=r"stage 0 \(layers fc0\): a row of 64 20-bit slots is wider than the 512-bit"):
+    with pytest.raises(
+        FpgagenError, match=r"stage 0 \(layers fc0\): a row of 64 20-bit slots is wider than the 512-bit"
+    ):
         apply_schedule(model, Schedule(wide, 16, "u280", 300.0, "auto", "throughput"))
     bad = (Stage(DATAFLOW, (0,), 4, "flash"), Stage(SEQUENTIAL, (1,), 2, "offchip"))
     with pytest.raises(FpgagenError, match=r"dataflow weights live in a ROM \(bram\) or in UltraRAM .* not 'flash'"):
         apply_schedule(model, Schedule(bad, 16, "u280", 300.0, "auto", "throughput"))
     narrow = (Stage(DATAFLOW, (0,), 16, "uram"), Stage(SEQUENTIAL, (1,), 2, "offchip"))
     scheduled = relabel(apply_schedule(model, Schedule(narrow, 16, "zcu104", 300.0, "auto", "throughput")))
-    with pytest.raises(FpgagenError, match="stage 0: its weights are to be loaded into UltraRAM, which pynq-z2 has none of"):
+    with pytest.raises(
+        FpgagenError, match="stage 0: its weights are to be loaded into UltraRAM, which pynq-z2 has none of"
+    ):
         plan_engine(scheduled, load_board("pynq-z2"))
     plan = plan_engine(scheduled, load_board("u280"))
     assert [stage.loaded for stage in plan.stages] == [True, False]
@@ -539,7 +547,11 @@ def test_schedule_command_json_has_the_documented_fields(tmp_path, run_cli):
     assert len(document["layers"]) == 3
     for layer in document["layers"]:
         assert {"mode", "pes", "units", "stage", "cycles", "bound", "resources"} <= set(layer)
-        assert set(layer["cycles"]) == {"compute", "drain", "output"} and layer["bound"] in ("compute", "memory", "input")
+        assert set(layer["cycles"]) == {"compute", "drain", "output"} and layer["bound"] in (
+            "compute",
+            "memory",
+            "input",
+        )
         assert set(layer["resources"]) == {"dsp", "bram", "uram", "lut", "ff"}
     for stage in document["stages"]:
         assert {"mode", "layers", "pes", "interval", "latency", "resources"} <= set(stage)

@@ -176,7 +176,9 @@ def test_a_point_that_does_not_fit_names_the_short_resource(mlp):
     )
     assert record["status"] == "does not fit" and record["fits"] is False
     assert record["short"] == ["BRAM"]
-    assert re.search(r"tiny is short of BRAM: the smallest dataflow design needs \d+ BRAM36, the board has 4", record["reason"])
+    assert re.search(
+        r"tiny is short of BRAM: the smallest dataflow design needs \d+ BRAM36, the board has 4", record["reason"]
+    )
 
 
 def test_the_error_against_float_is_the_largest_difference_from_a_dense_float_computation():
