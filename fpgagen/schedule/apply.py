@@ -52,10 +52,10 @@ def _check_stage(model: Model, number: int, stage) -> None:
                 f"({URAM}), not {stage.weight_memory!r}"
             )
         if stage.weight_memory == URAM:
-            row = stage.pes * layer_shape(model.layers[stage.layers[0]], stage.pes).slot.width
-            if load_port_bits(row) > MAX_PORT_BITS:
+            shape = layer_shape(model.layers[stage.layers[0]], stage.pes)
+            if load_port_bits(shape.row_bits) > MAX_PORT_BITS:
                 raise FpgagenError(
-                    f"{where}: a row of {stage.pes} {row // stage.pes}-bit slots is wider than the "
+                    f"{where}: a row of {stage.pes} {shape.slot.width}-bit slots is wider than the "
                     f"{MAX_PORT_BITS}-bit port that loads weights into UltraRAM: keep them in {BRAM} or give "
                     "the stage fewer PEs"
                 )

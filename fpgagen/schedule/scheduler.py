@@ -539,7 +539,7 @@ def _least_latency_among(problem: Problem, binding: int) -> _Design | None:
     chain = problem.least_chain(binding)
     if chain is None:
         return None
-    if not (problem.resources[chain].sum(axis=0) <= problem.room).all():
+    if not problem.fits(chain):
         keep = ~problem.dominated(latency=True)
         kept = np.flatnonzero(keep)
         chosen = problem.subset(keep).program(problem.latency[kept])
