@@ -109,7 +109,8 @@ def write_design(
     step("writing the RTL")
     emit_rtl(plan, folder / "rtl")
     for stage in plan.sequential:
-        (folder / plan.interface.ports[stage.port].image).write_bytes(stage.offchip_image)
+        for port, image in zip(stage.ports, stage.offchip_images):
+            (folder / plan.interface.ports[port].image).write_bytes(image)
     if plan.interface.load_port is not None:
         (folder / plan.interface.load_port.image).write_bytes(plan.load_image)
     step("computing test vectors")

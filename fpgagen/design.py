@@ -44,6 +44,7 @@ def recorded_decisions(manifest: dict, where: Path) -> Recorded:
                     int(stage["pes"]),
                     stage["weight_memory"],
                     int(stage["units"]),
+                    int(stage["channels"]),
                 )
                 for stage in recorded["stages"]
             ),

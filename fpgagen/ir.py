@@ -86,6 +86,9 @@ class Stage:
     # phase"); OFFCHIP for a sequential stage, which streams them
     weight_memory: str
     units: int = 1  # issue units: activations the stage takes per cycle (1 for a sequential stage)
+    # off-chip memory channels a sequential stage's beats are striped over, a share of each beat
+    # each (docs/engine.md, "Striped channels"); 1 for a dataflow stage
+    channels: int = 1
 
 
 @dataclass(frozen=True)

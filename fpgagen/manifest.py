@@ -22,7 +22,7 @@ from .engine import EnginePlan
 from .errors import FpgagenError
 from .ir import Model
 
-SCHEMA = "fpgagen.manifest/3"
+SCHEMA = "fpgagen.manifest/4"
 SCHEMA_FAMILY = "fpgagen.manifest/"  # every version: a folder holding any of them is an earlier design
 NAME = "manifest.json"
 
@@ -97,6 +97,7 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None, nu
                     "pes": s.pes,
                     "units": s.units,
                     "weight_memory": s.weight_memory,
+                    "channels": s.channels,
                 }
                 for s in schedule.stages
             ],
@@ -128,6 +129,7 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None, nu
                 {
                     "port": port.port,
                     "stage": port.stage,
+                    "channel": port.channel,
                     "data_bits": port.data_bits,
                     "image": port.image,
                     "bytes_per_cycle": port.bytes_per_cycle,

@@ -29,8 +29,9 @@ def df(layer: int, pes: int, units: int = 1, weights: str = "bram") -> Stage:
     return Stage("dataflow", (layer,), pes, weights, units)
 
 
-def seq(layers: tuple[int, ...], pes: int) -> Stage:
-    return Stage("sequential", layers, pes, "offchip")
+def seq(layers: tuple[int, ...], pes: int, channels: int = 1) -> Stage:
+    """A sequential stage, its beats striped over `channels` memory channels."""
+    return Stage("sequential", layers, pes, "offchip", channels=channels)
 
 
 def pruned_mlp(
@@ -92,8 +93,9 @@ MLPS = {
         4,
         (None, (-0.5, -0.25, 0.125, 0.375, 0.75)),
     ),
-    # sequential only, one stage of P = 16 on a 256-bit AXI port, K = 16
-    "sequential_only": ([100, 64, 30], [RELU, NONE], "w16a16", (seq((0, 1), 16),), 16),
+    # sequential only, one stage of P = 16 with 32-bit slots, its 512-bit beats striped over two
+    # 256-bit AXI ports, K = 16
+    "sequential_only": ([100, 64, 30], [RELU, NONE], "w16a16", (seq((0, 1), 16, channels=2),), 16),
     # a sequential stage in the middle, the last stage dataflow with its weights in UltraRAM, four
     # copies of them (K = 4): the load port is weights1, after the sequential stage's; K = 1
     "sequential_middle": (
@@ -109,12 +111,13 @@ MLPS = {
     "sequential_first": ([257, 33, 65, 17], [RELU, FLOOR, NONE], "w8a16", (seq((0, 1), 2), df(2, 8, 2)), 16),
     # 4-bit weights and 8-bit activations: accumulators narrower than a product, in both modes; the
     # first layer's weights share three values (a 2-bit codebook index); the sequential stage's 32
-    # PEs take 8-bit off-chip slots on a 256-bit port, a beat of its tables in 4 port beats
+    # PEs take 8-bit off-chip slots, 256-bit beats striped over four 64-bit ports, a beat of its
+    # tables in 4 beats
     "narrow_w4a8": (
         [48, 70, 20, 6],
         [RELU, CLIP, NONE],
         "w4a8",
-        (df(0, 8), seq((1,), 32), df(2, 2)),
+        (df(0, 8), seq((1,), 32, channels=4), df(2, 2)),
         16,
         ((-0.5, 0.25, 0.75),),
     ),

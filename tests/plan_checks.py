@@ -83,7 +83,7 @@ def check_cost_model_prices_the_plan(plan: EnginePlan) -> None:
     for stage in plan.stages:
         first, last = stage.layers[0].index, stage.layers[-1].index
         if stage.sequential:
-            priced = cost.sequential_memories(first, last, stage.pes)
+            priced = cost.sequential_memories(first, last, stage.pes, stage.channels)
         else:
             priced = cost.dataflow_memories(first, stage.pes, stage.units, stage.loaded)
         assert _listing(priced) == _listing(stage.memories), f"stage {stage.index}"
@@ -93,7 +93,9 @@ def check_cost_model_prices_the_plan(plan: EnginePlan) -> None:
 
 def check_manifest_records_the_plan(manifest: dict, plan: EnginePlan) -> None:
     recorded = manifest["engine"]
-    assert [(s["pes"], s["units"]) for s in manifest["schedule"]["stages"]] == [(s.pes, s.units) for s in plan.stages]
+    assert [(s["pes"], s["units"], s["channels"]) for s in manifest["schedule"]["stages"]] == [
+        (s.pes, s.units, s.channels) for s in plan.stages
+    ]
     for entry, stage in zip(recorded["stages"], plan.stages, strict=True):
         assert entry["memories"] == [asdict(memory) for memory in stage.memories]
         assert entry["logic"] == asdict(stage.logic)
@@ -232,8 +234,10 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
             "WORD_DEPTH": next((m.depth for m in stage.memories if m.role == "drained words"), 1),
         }  # fmt: skip
         if stage.sequential:
-            port = plan.interface.ports[stage.port]
+            ports = [plan.interface.ports[k] for k in stage.ports]
+            port = ports[0]
             expected = common | {
+                "CHANNELS": stage.channels, "LOAD_BEATS": stage.sequential_shape.load_beats,
                 "LAYERS": len(stage.layers), "ROWS": stage.rows, "BIAS_ROWS": stage.bias_rows,
                 "IMAGE_BEATS": port.image_beats, "SLOT_LOCAL_BITS": stage.sequential_shape.slot.local_bits,
                 "ROW_TABLE_BEATS": stage.sequential_shape.row_table_beats, "BIAS_WORDS": stage.sequential_shape.bias_words,
@@ -247,12 +251,15 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
             }  # fmt: skip
             if stage.loop:
                 assert stage.memory("loop-back items").depth == stage.loop_depth
-            assert f"typedef ap_uint<{port.data_bits}> beat_t;" in header
-            pragma = re.search(rf"INTERFACE mode=m_axi port={port.name} bundle={port.bundle} .*", source)[0]
-            assert (
-                f"max_read_burst_length={port.max_burst} num_read_outstanding={MAX_BURSTS} "
-                f"latency={port.memory_latency}" in pragma
-            )
+            assert f"typedef ap_uint<{port.data_bits}> port_t;" in header
+            assert f"typedef ap_uint<{8 * stage.sequential_shape.beat_bytes}> beat_t;" in header
+            for port in ports:
+                assert port.data_bits == 8 * stage.sequential_shape.port_bytes
+                pragma = re.search(rf"INTERFACE mode=m_axi port={port.name} bundle={port.bundle} .*", source)[0]
+                assert (
+                    f"max_read_burst_length={port.max_burst} num_read_outstanding={MAX_BURSTS} "
+                    f"latency={port.memory_latency}" in pragma
+                )
         else:
             (layer,) = stage.layers
             expected = common | {

@@ -531,7 +531,7 @@ def test_a_batch_first_result_waits_for_the_loads_it_cannot_overlap():
     delays the result (dataflow_only measures 551 extra cycles in RTL, this model 572)."""
 
     def stage(latency: float, load: float = 0.0) -> StageEstimate:
-        return StageEstimate(0, DATAFLOW, (0,), 1, 1, "uram" if load else BRAM, 1.0, latency, Resources(), load)
+        return StageEstimate(0, DATAFLOW, (0,), 1, 1, "uram" if load else BRAM, 1, 1.0, latency, Resources(), load)
 
     assert DesignEstimate.first_result(10, (stage(100), stage(50))) == 160  # no load
     # loaded first stage: its load ends at L + 400, then both stages

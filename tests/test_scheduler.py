@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from fpgagen.engine.geometry import UNITS, loadable
+from fpgagen.engine.geometry import STRIPES, UNITS, loadable
 from fpgagen.engine.plan import plan_engine
 from fpgagen.errors import DoesNotFit, FpgagenError
 from fpgagen.examples.graphchallenge import draw_images, network
@@ -66,9 +66,11 @@ def _run_options(cost: CostModel, run: tuple[int, ...], policy: str, pes: int | 
         ]
     if policy != DATAFLOW:
         options += [
-            cost.sequential(run[0], run[-1], p)
+            cost.sequential(run[0], run[-1], p, channels)
             for p in SEQUENTIAL_PES
-            if pes in (None, p) and cost.sequential_shape(run[0], run[-1], p).buildable
+            if pes in (None, p)
+            for channels in STRIPES
+            if channels <= cost.board.channels and cost.sequential_shape(run[0], run[-1], p, channels).buildable
         ]
     return options
 
@@ -106,7 +108,10 @@ def brute_force(cost: CostModel, policy: str, objective: str, pes: int | None = 
             sum(_along(shape, i, [o.resources.as_tuple()[k] for o in opts]) for i, opts in enumerate(options))
             for k in range(5)
         ]
-        seq = sum(_along(shape, i, [o.stage.mode == SEQUENTIAL for o in opts]) for i, opts in enumerate(options))
+        seq = sum(  # memory channels taken
+            _along(shape, i, [o.stage.channels if o.stage.mode == SEQUENTIAL else 0 for o in opts])
+            for i, opts in enumerate(options)
+        )
         fits = np.broadcast_to(seq <= cost.board.channels, shape).copy()
         for k in range(5):
             fits &= np.broadcast_to(used[k] <= room[k], shape)
@@ -247,12 +252,16 @@ def test_forced_pes_are_optimal_among_designs_with_those_pes():
     with pytest.raises(FpgagenError, match="64 PEs per stage is not possible with the sequential policy"):
         schedule(model, U280, "sequential", pes=64)
     assert {stage.pes for stage in schedule(model, U280, "sequential", pes=32).schedule.stages} == {32}
-    # 16-bit weights need 32-bit slots: 32 of them would be a 1024-bit port
+    # 16-bit weights need 32-bit slots: 32 of them make a 1024-bit beat, two 512-bit ports at least;
+    # four HBM channels deliver it a cycle (one gives 0.75 of a 512-bit beat)
     wide = random_chain([24, 50, 12, 40], 7, precision="w16a16")
+    (striped,) = schedule(wide, U280, "sequential", pes=32).schedule.stages
+    assert striped.channels == 4
     with pytest.raises(
-        FpgagenError, match="no sequential design with 32 PEs per stage can be built .* at most 512 bits"
+        FpgagenError,
+        match="no sequential design with 32 PEs per stage can be built .* at most 512 bits a channel, over at most 1",
     ):
-        schedule(wide, U280, "sequential", pes=32)
+        schedule(wide, board(channels=1), "sequential", pes=32)
 
 
 def test_policies_shape_the_stages():
@@ -422,10 +431,23 @@ def test_the_scheduler_loads_weights_into_ultraram_when_block_ram_is_short():
 def test_a_sequential_stage_whose_port_or_slots_are_too_wide_is_refused():
     stages = (Stage(DATAFLOW, (0,), 4, "bram"), Stage(SEQUENTIAL, (1,), 32, "offchip"))
     wide = random_chain([20, 30, 10], 8, precision="w16a16")  # 32-bit slots: valid, an address bit, the weight
-    with pytest.raises(FpgagenError, match=r"stage 1 \(layers fc1\): 32 PEs of 32-bit off-chip slots make a 1024-bit"):
+    with pytest.raises(
+        FpgagenError,
+        match=r"stage 1 \(layers fc1\): 32 PEs of 32-bit off-chip slots over 1 channel\(s\) make a 1024-bit",
+    ):
         apply_schedule(wide, Schedule(stages, 16, "u280", 300.0, "auto", "throughput"))
+    # striped over two channels, each port is 512 bits; over 8 (no such striping) or more than P, refused
+    striped = (stages[0], Stage(SEQUENTIAL, (1,), 32, "offchip", channels=2))
+    assert apply_schedule(wide, Schedule(striped, 16, "u280", 300.0, "auto", "throughput")).schedule is not None
+    for channels, pes in ((8, 32), (4, 2)):
+        refused = (stages[0], Stage(SEQUENTIAL, (1,), pes, "offchip", channels=channels))
+        with pytest.raises(FpgagenError, match=rf"striped over {channels} memory channels; .* one of \(1, 2, 4\)"):
+            apply_schedule(wide, Schedule(refused, 16, "u280", 300.0, "auto", "throughput"))
     narrow = random_chain([20, 30, 10], 8)  # 8-bit weights: 16-bit slots, a 512-bit port
     assert apply_schedule(narrow, Schedule(stages, 16, "u280", 300.0, "auto", "throughput")).schedule is not None
+    with pytest.raises(FpgagenError, match="a dataflow stage reads no memory channel of its own"):
+        apply_schedule(narrow, Schedule((Stage(DATAFLOW, (0,), 4, "bram", channels=2), *stages[1:]), 16, "u280",
+                                        300.0, "auto", "throughput"))  # fmt: skip
 
 
 # Boards ---------------------------------------------------------------------------------------

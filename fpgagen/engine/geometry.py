@@ -61,8 +61,13 @@ TABLE_SLOT_BITS = 32  # off-chip field of a row-table entry, and the unit of a b
 # is read once per nonzero input (2 or 4 times fewer bytes than 32-bit slots for 8-bit weights).
 OFFCHIP_SLOT_WIDTHS = (8, 16, 32)
 # An AXI4 master's data: the HBM and DDR ports of Vitis platforms take at most 512 bits, so a
-# sequential stage of 16-bit slots may have 32 PEs.
+# sequential stage of 16-bit slots may have 32 PEs on one channel.
 MAX_PORT_BITS = 512
+# Memory channels a sequential stage's beats may be striped over (docs/engine.md, "Striped
+# channels"): each channel holds a share of every beat, PEs c*P/C .. (c+1)*P/C-1 of channel c. At
+# most 4: one U280 HBM pseudo channel delivers 0.75 of a 512-bit beat a cycle at 300 MHz, so 4 keep
+# the widest beat the engine builds (P = 32, 32-bit slots, 1024 bits) busy.
+STRIPES = (1, 2, 4)
 
 MIN_ACC_BITS = 2  # a layer whose sums are all tiny still gets a sign bit and a magnitude bit
 UNITS = (1, 2, 4)  # issue units of a dataflow stage: a block RAM port each, two per copy of its ROMs
@@ -151,6 +156,7 @@ class LogicShape:
     slot_bits: int  # a PE's slot of a weight beat {valid, local address, weight}
     multipliers: int  # DSPs: one per PE, unless the encoding has no multiplier
     lookup_luts: int = 0  # per PE: its codebook, a table of constants (one LUT per weight bit)
+    channels: int = 1  # a sequential stage's memory channels: an AXI reader and its addresses each
 
     @classmethod
     def sized(
@@ -375,6 +381,7 @@ class SequentialShape:
     sized by. `then` adds the next layer of the run, so all runs from one layer cost O(layers)."""
 
     pes: int
+    channels: int = 1  # memory channels its beats are striped over
     layers: int = 0
     rows: int = 0  # row-table entries: the layers' inputs, stacked
     bias_rows: int = 0  # bias-table entries: the layers' local addresses, stacked
@@ -389,9 +396,9 @@ class SequentialShape:
     last: LayerShape | None = field(default=None, compare=False)
 
     @classmethod
-    def of(cls, pes: int, layers: list[LayerShape]) -> SequentialShape:
-        """The stage running `layers` in turn on P PEs."""
-        shape = cls(pes)
+    def of(cls, pes: int, layers: list[LayerShape], channels: int = 1) -> SequentialShape:
+        """The stage running `layers` in turn on P PEs, its beats striped over `channels`."""
+        shape = cls(pes, channels)
         for layer in layers:
             shape = shape.then(layer)
         return shape
@@ -401,6 +408,7 @@ class SequentialShape:
         scale = layer.encoding.scale if layer.encoding.positions_only else None
         return SequentialShape(
             pes=self.pes,
+            channels=self.channels,
             layers=self.layers + 1,
             rows=self.rows + layer.n_in,
             bias_rows=self.bias_rows + layer.addresses,
@@ -426,7 +434,7 @@ class SequentialShape:
         many LUTs for a positions-only stage (GC 1024 x 3 at P=16: 8,423 against 8,311 with
         weights), where pricing its narrower slots put the model at 0.71 of Yosys."""
         priced = LogicShape.sized(self.pes, self.pes, 1, self.acc_bits, self.local_bits, Encoding(self.weight_bits))
-        return replace(priced, multipliers=self.pes if self.encoding.multiplies else 0)
+        return replace(priced, multipliers=self.pes if self.encoding.multiplies else 0, channels=self.channels)
 
     @property
     def encoding(self) -> Encoding:
@@ -472,14 +480,29 @@ class SequentialShape:
 
     @property
     def beat_bytes(self) -> int:
-        """A beat of the stage's memory port: P off-chip slots."""
+        """A beat the stage takes: P off-chip slots, a share from each of its channels."""
         return self.slot.width // 8 * self.pes
 
     @property
+    def port_bytes(self) -> int:
+        """A beat of one channel's memory port: P / channels slots."""
+        return self.beat_bytes // self.channels
+
+    def striped(self, channels: int) -> SequentialShape:
+        """The same stage with its beats striped over `channels`."""
+        return replace(self, channels=channels)
+
+    @property
     def buildable(self) -> bool:
-        """Whether its slots are one of OFFCHIP_SLOT_WIDTHS and its port at most MAX_PORT_BITS. A
-        longer run of layers never is when a shorter one is not: its slots only widen."""
-        return self.slot.width <= OFFCHIP_SLOT_WIDTHS[-1] and 8 * self.beat_bytes <= MAX_PORT_BITS
+        """Whether its slots are one of OFFCHIP_SLOT_WIDTHS, its channels one of STRIPES and at
+        most its PEs (a channel holds whole slots), and each channel's port at most MAX_PORT_BITS.
+        A longer run of layers never is when a shorter one is not: its slots only widen."""
+        return (
+            self.slot.width <= OFFCHIP_SLOT_WIDTHS[-1]
+            and self.channels in STRIPES
+            and self.channels <= self.pes
+            and 8 * self.port_bytes <= MAX_PORT_BITS
+        )
 
     @property
     def table_parts(self) -> int:
@@ -541,7 +564,7 @@ class SequentialShape:
 
     @property
     def request_bits(self) -> int:
-        """A row read: its byte address and beats."""
+        """A row read on one channel: its byte address and beats."""
         return AXI_ADDRESS_BITS + self.count_bits
 
     @property
@@ -553,7 +576,7 @@ class SequentialShape:
 def sequential_memories(stage: SequentialShape, output: Output, uram: bool) -> list[Memory]:
     """A sequential stage: the descriptors, row tables and biases of all its layers, stacked (the
     tables filled by the load phase, in UltraRAM when `uram` and large); its activation FIFO; its
-    read queues; one set of PE FIFOs and banks for its widest layer; its loop-back FIFO and its
+    read queues (row requests, one per channel); one set of PE FIFOs and banks for its widest layer; its loop-back FIFO and its
     drain, whose FIFOs hold a whole vector and a whole pass (in UltraRAM too when large: a FIFO
     needs no initial contents). No weights: they stream from off chip."""
     pes = stage.pes
@@ -562,7 +585,7 @@ def sequential_memories(stage: SequentialShape, output: Output, uram: bool) -> l
         Memory.written("row table", stage.rows, stage.row_bits, uram),
         Memory.written("bias", stage.bias_rows, pes * stage.acc_bits, uram),
         Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + stage.input_bits + VALUE_BITS),
-        Memory.sized("row requests", REQUEST_DEPTH, stage.request_bits),
+        Memory.sized("row requests", REQUEST_DEPTH, stage.request_bits, stage.channels),  # one per channel
         Memory.sized("waiting activations", ACTIVATION_DEPTH, stage.activation_bits),
         *pe_memories(pes, 1, stage.addresses, stage.local_bits, stage.encoding.weight_bits, stage.sum_bits),
     ]

@@ -23,12 +23,14 @@ SCALAR_BYTES = 8  # a 32-bit scalar argument: its word and a reserved one
 
 @dataclass(frozen=True)
 class WeightPort:
-    """The AXI4 master `weights<k>` (bundle gmem<k>) of sequential stage `stage`, or (`stage` None,
-    the last port) the load port of the dataflow stages whose weights are in UltraRAM."""
+    """The AXI4 master `weights<k>` (bundle gmem<k>) of sequential stage `stage` (its channel
+    `channel`), or (`stage` None, the last port) the load port of the dataflow stages whose weights
+    are in UltraRAM."""
 
     port: int  # k
     stage: int | None
-    data_bits: int  # one beat of P off-chip slots
+    channel: int  # which share of the stage's beats it carries: PEs channel * P / C .. (0: the load port)
+    data_bits: int  # one beat of the channel's P / C off-chip slots
     image: str  # the file holding its weight image: weights<k>.bin
     image_beats: int  # beats of the image (co-simulation's m_axi depth: at least 1)
     load_beats: int  # the beats the load phase reads at each batch's start: row tables and biases
@@ -104,10 +106,11 @@ class Interface:
 def plan_interface(stages: Sequence[StagePlan], in_lanes: int, board: Board) -> Interface:
     ports = tuple(
         WeightPort(
-            port=stage.port,
+            port=port,
             stage=stage.index,
-            data_bits=8 * stage.sequential_shape.beat_bytes,
-            image=f"weights{stage.port}.bin",
+            channel=channel,
+            data_bits=8 * stage.sequential_shape.port_bytes,
+            image=f"weights{port}.bin",
             image_beats=stage.image_beats,
             load_beats=stage.sequential_shape.load_beats,
             max_burst=stage.max_burst,
@@ -115,7 +118,7 @@ def plan_interface(stages: Sequence[StagePlan], in_lanes: int, board: Board) -> 
             memory_latency=MEMORY_LATENCY,
         )
         for stage in stages
-        if stage.sequential
+        for channel, port in enumerate(stage.ports)
     )
     loaded = [stage for stage in stages if stage.loaded]
     if loaded:
@@ -125,6 +128,7 @@ def plan_interface(stages: Sequence[StagePlan], in_lanes: int, board: Board) -> 
             WeightPort(
                 port=len(ports),
                 stage=None,
+                channel=0,
                 data_bits=data_bits,
                 image=f"weights{len(ports)}.bin",
                 image_beats=beats,

@@ -86,7 +86,7 @@ class LayerPlan:
     layout: LaneLayout
     row_offset: int  # its first entry in the stage's row table
     bias_offset: int  # its first local address in the stage's bias table
-    offchip_base: int  # byte offset of its beats in the stage's off-chip image (sequential stages)
+    offchip_base: int  # byte offset of its beats in each of the stage's off-chip images (sequential stages)
 
     @property
     def name(self) -> str:
@@ -145,7 +145,10 @@ class StagePlan:
     output: Output
     loop: Channel | None  # a sequential stage's loop-back items
     loop_depth: int  # ... and its FIFO's depth: a whole vector (0 without loop-back)
-    port: int | None  # k of the AXI4 master weights<k> of a sequential stage
+    port: int | None  # k of the first AXI4 master weights<k> of a sequential stage
+    channels: (
+        int  # a sequential stage's AXI4 masters, weights<port> .. weights<port + channels - 1> (1 for a dataflow stage)
+    )
     loaded: bool  # a dataflow stage whose weights are in UltraRAM: the load phase fills them
     acc_bits: int  # the drain's sums: bias, rounding and the scaled accumulator
     sum_bits: int  # the accumulators' width
@@ -164,6 +167,11 @@ class StagePlan:
     @property
     def sequential(self) -> bool:
         return self.port is not None
+
+    @property
+    def ports(self) -> range:
+        """The k of each AXI4 master weights<k> of a sequential stage, channel 0 first."""
+        return range(self.port, self.port + self.channels) if self.sequential else range(0)
 
     @property
     def last(self) -> bool:
@@ -236,24 +244,31 @@ class StagePlan:
         return np.concatenate([rows, words.reshape(-1)]).astype("<u4")
 
     @cached_property
-    def offchip_image(self) -> bytes:
-        """A sequential stage's image: the tables of its load phase (`table_words`), then every
-        layer's beats at its 4 KB-aligned base, each beat P little-endian slots of the stage's
-        width (SequentialShape.slot)."""
+    def offchip_images(self) -> tuple[bytes, ...]:
+        """A sequential stage's images, one per channel. Together they are a sequence of beats:
+        the tables of its load phase (`table_words`), then every layer's beats at its 4 KB-aligned
+        base, each beat P little-endian slots of the stage's width (SequentialShape.slot). Channel
+        c holds bytes c * port_bytes .. (c + 1) * port_bytes - 1 of every beat: the slots of PEs
+        c * P / C .. (c + 1) * P / C - 1, or that share of the tables' fields."""
         shape = self.sequential_shape
         slot_type = np.dtype(f"<u{shape.slot.width // 8}")
-        size = max(plan.offchip_base + plan.layout.beats * shape.beat_bytes for plan in self.layers)
-        image = bytearray(size)
+        stripes = shape.channels
+        # every offset is a channel's; the beats as the stage takes them are `stripes` times longer
+        size = stripes * max(plan.offchip_base + plan.layout.beats * shape.port_bytes for plan in self.layers)
+        beats = bytearray(size)
         tables = self.table_words.tobytes()
-        image[: len(tables)] = tables
+        beats[: len(tables)] = tables
         for plan in self.layers:
             slots = plan.layout.slot_words(shape.slot).astype(slot_type).tobytes()
-            image[plan.offchip_base : plan.offchip_base + len(slots)] = slots
-        return bytes(image)
+            at = stripes * plan.offchip_base
+            beats[at : at + len(slots)] = slots
+        shares = np.frombuffer(bytes(beats), dtype=np.uint8).reshape(-1, stripes, shape.port_bytes)
+        return tuple(shares[:, c, :].tobytes() for c in range(stripes))
 
     @property
     def image_beats(self) -> int:
-        return len(self.offchip_image) // self.sequential_shape.beat_bytes
+        """Beats of each channel's image."""
+        return len(self.offchip_images[0]) // self.sequential_shape.port_bytes
 
     @property
     def row_bits(self) -> int:
@@ -344,7 +359,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
             raise FpgagenError(
                 f"stage {number}: its weights are to be loaded into UltraRAM, which {board.name} has none of"
             )
-        layer_plans, tables = _layer_plans(model, stage.layers, stage.pes, sequential)
+        layer_plans, tables = _layer_plans(model, stage.layers, stage.pes, stage.channels if sequential else 0)
         if tables is not None:
             shape = tables
             memories = sequential_memories(shape, output, board.has_free_uram)
@@ -367,6 +382,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
                 loop=loop,
                 loop_depth=loop_depth if loop is not None else 0,
                 port=port if sequential else None,
+                channels=stage.channels,
                 loaded=loaded,
                 acc_bits=shape.acc_bits,
                 sum_bits=shape.sum_bits,
@@ -379,7 +395,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
                 sequential_shape=shape if sequential else None,
             )
         )
-        port += sequential
+        port += stage.channels if sequential else 0
         if isinstance(output, Channel):
             channels.append(output)
     stages = tuple(stages)
@@ -388,23 +404,23 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
 
 
 def _layer_plans(
-    model: Model, indices: tuple[int, ...], pes: int, sequential: bool
+    model: Model, indices: tuple[int, ...], pes: int, channels: int
 ) -> tuple[tuple[LayerPlan, ...], SequentialShape | None]:
-    """The layers of one stage: layouts, and offsets in the stage's stacked tables and image; and a
-    sequential stage's shape, whose tables its load phase reads from the image's start
-    (`table_words`)."""
+    """The layers of one stage: layouts, and offsets in the stage's stacked tables and images; and
+    a sequential stage's shape (its beats striped over `channels`; 0 for a dataflow stage), whose
+    tables its load phase reads from the images' start (`table_words`)."""
     layers = [model.layers[index] for index in indices]
     layouts = [lane_layout(layer.numerics.weights_q, pes) for layer in layers]
     shapes = [layer_shape(layer, pes, layout.row_beats) for layer, layout in zip(layers, layouts)]
-    tables = _sequential_shape(layers, shapes, pes) if sequential else None
-    base = _pages(tables.load_beats * tables.beat_bytes) if tables is not None else 0
+    tables = _sequential_shape(layers, shapes, pes, channels) if channels else None
+    base = _pages(tables.load_beats * tables.port_bytes) if tables is not None else 0
     plans = []
     rows = bias = 0
     for index, layout, shape in zip(indices, layouts, shapes):
         plans.append(LayerPlan(index, model.layers[index], shape, layout, rows, bias, base))
         rows += shape.n_in
         bias += shape.addresses
-        base += _pages(shape.beats * tables.beat_bytes) if tables is not None else 0
+        base += _pages(shape.beats * tables.port_bytes) if tables is not None else 0
     return tuple(plans), tables
 
 
@@ -413,8 +429,8 @@ def _pages(size: int) -> int:
     return ceil_div(size, AXI_PAGE) * AXI_PAGE
 
 
-def _sequential_shape(layers: list[Layer], shapes: list[LayerShape], pes: int) -> SequentialShape:
-    shape = SequentialShape.of(pes, shapes)
+def _sequential_shape(layers: list[Layer], shapes: list[LayerShape], pes: int, channels: int) -> SequentialShape:
+    shape = SequentialShape.of(pes, shapes, channels)
     if shape.row_bits > TABLE_SLOT_BITS:
         names = ", ".join(layer.name for layer in layers)
         raise FpgagenError(

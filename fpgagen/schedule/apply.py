@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engine.geometry import MAX_PORT_BITS, OFFCHIP_SLOT_WIDTHS, UNITS, SequentialShape, load_port_bits
+from ..engine.geometry import MAX_PORT_BITS, OFFCHIP_SLOT_WIDTHS, STRIPES, UNITS, SequentialShape, load_port_bits
 from ..engine.plan import layer_shape
 from ..errors import FpgagenError
 from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, LayerSchedule, Model, Schedule
@@ -42,6 +42,8 @@ def _check_stage(model: Model, number: int, stage) -> None:
             raise FpgagenError(f"{where}: a dataflow stage runs exactly one layer")
         if stage.pes not in DATAFLOW_PES:
             raise FpgagenError(f"{where}: {stage.pes} PEs; a dataflow stage takes one of {DATAFLOW_PES}")
+        if stage.channels != 1:
+            raise FpgagenError(f"{where}: a dataflow stage reads no memory channel of its own, not {stage.channels}")
         if stage.units not in UNITS or stage.units > stage.pes:
             raise FpgagenError(
                 f"{where}: {stage.units} issue units; a dataflow stage takes one of {UNITS}, at most its PEs"
@@ -66,17 +68,24 @@ def _check_stage(model: Model, number: int, stage) -> None:
             raise FpgagenError(f"{where}: sequential weights live off chip")
         if stage.units != 1:
             raise FpgagenError(f"{where}: a sequential stage has one issue unit, not {stage.units}")
-        shape = SequentialShape.of(stage.pes, [layer_shape(model.layers[index], stage.pes) for index in stage.layers])
+        if stage.channels not in STRIPES or stage.channels > stage.pes:
+            raise FpgagenError(
+                f"{where}: striped over {stage.channels} memory channels; a sequential stage takes one of "
+                f"{STRIPES}, at most its PEs"
+            )
+        layers = [layer_shape(model.layers[index], stage.pes) for index in stage.layers]
+        shape = SequentialShape.of(stage.pes, layers, stage.channels)
         if shape.slot.width > OFFCHIP_SLOT_WIDTHS[-1]:
             raise FpgagenError(
                 f"{where}: {shape.addresses} outputs per lane and {shape.weight_bits}-bit weights need "
                 f"{1 + shape.local_bits + shape.weight_bits}-bit off-chip slots, more than "
                 f"{OFFCHIP_SLOT_WIDTHS[-1]}: give the stage more PEs"
             )
-        if 8 * shape.beat_bytes > MAX_PORT_BITS:
+        if 8 * shape.port_bytes > MAX_PORT_BITS:
             raise FpgagenError(
-                f"{where}: {stage.pes} PEs of {shape.slot.width}-bit off-chip slots make a "
-                f"{8 * shape.beat_bytes}-bit memory port, more than {MAX_PORT_BITS}: give the stage fewer PEs"
+                f"{where}: {stage.pes} PEs of {shape.slot.width}-bit off-chip slots over {stage.channels} "
+                f"channel(s) make a {8 * shape.port_bytes}-bit memory port, more than {MAX_PORT_BITS}: give "
+                "the stage fewer PEs or more channels"
             )
     else:
         raise FpgagenError(f"{where}: unknown mode {stage.mode!r}")

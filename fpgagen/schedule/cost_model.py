@@ -21,9 +21,11 @@ import numpy as np
 from ..engine.encoding import Encoding, encoding_of
 from ..engine.geometry import (
     MAX_BURSTS,
+    MAX_PORT_BITS,
     MEMORY_LATENCY,
     OFFCHIP_SLOT_WIDTHS,
     PE_FIFO_DEPTH,
+    STRIPES,
     LayerShape,
     LogicShape,
     SequentialShape,
@@ -83,6 +85,10 @@ PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 1.21, 5.10
 FED_PE_LUT_PER_SLOT_BIT, FED_PE_FF_PER_SLOT_BIT = 11.07, 16.53
 UNIT_LUT, UNIT_FF = 507, 647
 STAGE_LUT, STAGE_FF = 0, 129  # the fit puts a stage's LUTs into its units
+# Each memory channel of a sequential stage beyond its first: an AXI reader, and the channel's
+# own weight, request and load addresses (64-bit adders and registers). Not fitted: the difference
+# Yosys measures between the same stage on one and on two channels (bench_resources.py, "channel").
+CHANNEL_LUT, CHANNEL_FF = 0, 0
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, UNIT_LUT, STAGE_LUT)
 FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, UNIT_FF, STAGE_FF)
@@ -201,10 +207,13 @@ def engine_logic(logic: LogicShape) -> Resources:
     issue units, the issue path to the fed PEs, and the stage's control."""
     counts = logic_counts(logic)
     lookups = logic.pes * logic.lookup_luts  # counted, not fitted: one LUT6 per codebook bit
+    stripes = logic.channels - 1  # measured, not fitted
     return Resources(
         dsp=logic.multipliers,
-        lut=round(sum(count * constant for count, constant in zip(counts, LUT_PER_TERM))) + lookups,
-        ff=round(sum(count * constant for count, constant in zip(counts, FF_PER_TERM))),
+        lut=round(sum(count * constant for count, constant in zip(counts, LUT_PER_TERM)))
+        + lookups
+        + stripes * CHANNEL_LUT,
+        ff=round(sum(count * constant for count, constant in zip(counts, FF_PER_TERM))) + stripes * CHANNEL_FF,
     )
 
 
@@ -372,6 +381,7 @@ class StageEstimate:
     pes: int
     units: int
     weight_memory: str
+    channels: int  # memory channels a sequential stage's beats are striped over (1 for a dataflow stage)
     interval: float
     latency: float  # the first vector's cycles through the stage, once its weights are in
     resources: Resources
@@ -550,20 +560,22 @@ class CostModel:
 
     # Cycles --------------------------------------------------------------------------------------
 
-    def cycles(self, index: int, pes: int, mode: str, units: int = 1, slot_width: int | None = None) -> LayerCycles:
+    def cycles(
+        self, index: int, pes: int, mode: str, units: int = 1, slot_width: int | None = None, channels: int = 1
+    ) -> LayerCycles:
         """Layer `index` on P PEs and K issue units in `mode` (docs/cost-model.md, "Cycles"); a
         sequential layer's beats in off-chip slots of `slot_width` bits, its stage's (by default
-        the layer's own, as in a stage of its own)."""
+        the layer's own, as in a stage of its own), striped over `channels` memory channels."""
         if mode == DATAFLOW:
-            slot_width = 0
+            slot_width, channels = 0, 1
         elif slot_width is None:
             slot_width = SequentialShape.of(pes, [self.shape(index, pes)]).slot.width
-        key = (index, pes, mode, units, slot_width)
+        key = (index, pes, mode, units, slot_width, channels)
         if key not in self._cycles:
-            self._cycles[key] = self._layer_cycles(index, pes, mode, units, slot_width)
+            self._cycles[key] = self._layer_cycles(index, pes, mode, units, slot_width, channels)
         return self._cycles[key]
 
-    def _layer_cycles(self, index: int, pes: int, mode: str, units: int, slot_width: int) -> LayerCycles:
+    def _layer_cycles(self, index: int, pes: int, mode: str, units: int, slot_width: int, channels: int) -> LayerCycles:
         placement = self.placement(index, pes)
         inputs = self.activity.inputs(index)
         drain = ceil_div(self.layers[index].out_features, pes) + L_DRAIN + (0 if self.is_last(index) else L_WORDS)
@@ -577,20 +589,21 @@ class CostModel:
         beats = inputs.rows @ placement.beats
         work = np.maximum(inputs.rows.sum(axis=1), beats)
         reads = inputs.rows @ (placement.beats > 0)
-        memory = self.memory_cycles(beats, reads, slot_width // 8 * pes)
+        memory = self.memory_cycles(beats, reads, slot_width // 8 * pes, channels)
         bound = MEMORY_BOUND if memory.mean() > work.mean() else COMPUTE_BOUND
         # a pass's first read waits MEMORY_LATENCY: its rows come from the pass before
         tails = np.where(reads > 0, sequential_latency(), L_LOOKUP)
         compute = np.maximum(work, memory) + tails
         return LayerCycles(float(compute.mean()), drain, float(output.mean()), bound, compute, output, tails)
 
-    def memory_cycles(self, beats: np.ndarray, reads: np.ndarray, beat_bytes: int) -> np.ndarray:
-        """Cycles to bring `beats` beats of `beat_bytes` bytes over one memory channel in `reads`
-        bursts: at the channel's bandwidth, or as fast as MAX_BURSTS bursts in flight cover the
-        memory's latency (Little's law), whichever is slower."""
+    def memory_cycles(self, beats: np.ndarray, reads: np.ndarray, beat_bytes: int, channels: int = 1) -> np.ndarray:
+        """Cycles to bring `beats` beats of `beat_bytes` bytes, striped over `channels` memory
+        channels, in `reads` bursts (on each channel): at the channels' bandwidth, or as fast as
+        MAX_BURSTS bursts in flight on each cover the memory's latency (Little's law), whichever is
+        slower."""
         if self.board.channels == 0:
             return np.where(beats > 0, math.inf, 0.0)
-        bandwidth = beats * (beat_bytes / self.board.bytes_per_cycle)
+        bandwidth = beats * (beat_bytes / (channels * self.board.bytes_per_cycle))
         return np.maximum(bandwidth, reads * (MEMORY_LATENCY / MAX_BURSTS))
 
     def _output_per_vector(self, index: int, pes: int, groups: int) -> np.ndarray:
@@ -665,67 +678,105 @@ class CostModel:
 
     # Sequential stages -------------------------------------------------------------------------
 
-    def sequential_runs(self, first: int, pes: int) -> Iterator[StageCost]:
-        """Sequential stages on P PEs running layers first..b, for b = first, first+1, ...
+    def stripes(self, beat_bytes: int, pes: int) -> list[int]:
+        """The memory channels a sequential stage of P PEs and beats of `beat_bytes` may be striped
+        over (STRIPES): those whose ports the engine builds (at most MAX_PORT_BITS, whole slots),
+        up to the first whose channels deliver a beat a cycle (the stage takes at most one, so
+        more would only take channels from other stages), within the board's channels."""
+        counts = []
+        for channels in STRIPES:
+            if channels > max(1, self.board.channels) or channels > pes:
+                break
+            if 8 * beat_bytes > channels * MAX_PORT_BITS:
+                continue
+            counts.append(channels)
+            if channels * self.board.bytes_per_cycle >= beat_bytes:
+                break
+        return counts
+
+    def sequential_runs(self, first: int, pes: int, channels: int | None = None) -> Iterator[StageCost]:
+        """Sequential stages on P PEs running layers first..b, for b = first, first+1, ..., each
+        striped over every count of channels worth it (`stripes`), or over `channels` if given.
 
         Built incrementally (the stage's shape grows by one layer at a time), so all runs from
         `first` cost O(layers) together; the scheduler asks for every run of the model. The
         stage's off-chip slots only widen as the run grows: the passes are summed for every width
-        the run may still take. A pass depends on the one before (`LayerCycles.after`): the
-        passes after the first are summed as the run grows, the first's follows the run's last.
+        the run may still take, and every striping of that width. A pass depends on the one before
+        (`LayerCycles.after`): the passes after the first are summed as the run grows, the first's
+        follows the run's last.
         """
+
+        def striping(shape: SequentialShape) -> list[int]:
+            if shape.slot.width > OFFCHIP_SLOT_WIDTHS[-1]:
+                return []
+            if channels is None:
+                return self.stripes(shape.beat_bytes, pes)
+            fits = channels <= max(1, self.board.channels) and shape.striped(channels).buildable
+            return [channels] if fits else []
+
         shape = SequentialShape(pes)
-        looped = {width: np.zeros(1) for width in OFFCHIP_SLOT_WIDTHS}  # the passes after the first
-        before: dict[int, LayerCycles] = {}  # the run's last layer
+        looped = {  # the passes after the first, per slot width and channels
+            (width, count): np.zeros(1)
+            for width in OFFCHIP_SLOT_WIDTHS
+            for count in (self.stripes(width // 8 * pes, pes) if channels is None else [channels])
+        }
+        before: dict[tuple[int, int], LayerCycles] = {}  # the run's last layer
         for last in range(first, len(self.layers)):
             shape = shape.then(self.shape(last, pes))
-            if not shape.buildable:
+            stripes = striping(shape)
+            if not stripes:
                 return
-            for width in [width for width in looped if width < shape.slot.width]:
-                del looped[width]
-            for width, passes in looped.items():
-                cycles = self.cycles(last, pes, SEQUENTIAL, slot_width=width)
-                if last > first:
-                    looped[width] = passes + cycles.after(before[width], looped_back=True).held
-                before[width] = cycles
-            memories = sequential_memories(shape, stage_output(self.model, last, pes, 1), self.uram)
-            logic = engine_logic(shape.logic())
             width = shape.slot.width
-            opening = self.cycles(first, pes, SEQUENTIAL, slot_width=width).after(before[width], looped_back=False)
-            held = looped[width] + opening.held
-            yield StageCost(
-                stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP),
-                interval=float(held.mean()),
-                latency=float(held.mean()) + shape.load_cycles,  # a batch's first vector waits for the load phase
-                resources=total(memories) + logic + Resources(ff=shape.load_register_bits),
-                held=held,
-            )
+            for key in [key for key in looped if key[0] < width]:
+                del looped[key]
+            for key, passes in looped.items():
+                cycles = self.cycles(last, pes, SEQUENTIAL, slot_width=key[0], channels=key[1])
+                if last > first:
+                    looped[key] = passes + cycles.after(before[key], looped_back=True).held
+                before[key] = cycles
+            output = stage_output(self.model, last, pes, 1)
+            for count in stripes:
+                striped = shape.striped(count)
+                opening = self.cycles(first, pes, SEQUENTIAL, slot_width=width, channels=count)
+                held = looped[width, count] + opening.after(before[width, count], looped_back=False).held
+                yield StageCost(
+                    stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP, channels=count),
+                    interval=float(held.mean()),
+                    latency=float(held.mean()) + striped.load_cycles,  # a batch's first vector waits for the load
+                    resources=total(sequential_memories(striped, output, self.uram))
+                    + engine_logic(striped.logic())
+                    + Resources(ff=striped.load_register_bits),
+                    held=held,
+                )
 
     def passes(self, stage: Stage) -> list[LayerCycles]:
         """The cycles of a sequential stage's layers as its passes follow each other."""
         width = self.slot_width(stage)
-        alone = [self.cycles(index, stage.pes, SEQUENTIAL, slot_width=width) for index in stage.layers]
+        alone = [
+            self.cycles(index, stage.pes, SEQUENTIAL, slot_width=width, channels=stage.channels)
+            for index in stage.layers
+        ]
         return [cycles.after(alone[k - 1], looped_back=k > 0) for k, cycles in enumerate(alone)]
 
-    def sequential_shape(self, first: int, last: int, pes: int) -> SequentialShape:
-        return SequentialShape.of(pes, [self.shape(index, pes) for index in range(first, last + 1)])
+    def sequential_shape(self, first: int, last: int, pes: int, channels: int = 1) -> SequentialShape:
+        return SequentialShape.of(pes, [self.shape(index, pes) for index in range(first, last + 1)], channels)
 
-    def sequential_memories(self, first: int, last: int, pes: int) -> list[Memory]:
+    def sequential_memories(self, first: int, last: int, pes: int, channels: int = 1) -> list[Memory]:
         """Every memory of a sequential stage running layers first..last (fpgagen.engine)."""
-        shape = self.sequential_shape(first, last, pes)
+        shape = self.sequential_shape(first, last, pes, channels)
         return sequential_memories(shape, stage_output(self.model, last, pes, 1), self.uram)
 
     def logic(self, stage: Stage) -> LogicShape:
         """What the logic of `stage` is sized by, as the cost model prices it."""
         if stage.mode == DATAFLOW:
             return self.shape(stage.layers[0], stage.pes).logic(stage.units)
-        return self.sequential_shape(stage.layers[0], stage.layers[-1], stage.pes).logic()
+        return self.sequential_shape(stage.layers[0], stage.layers[-1], stage.pes, stage.channels).logic()
 
-    def sequential(self, first: int, last: int, pes: int) -> StageCost:
-        for cost in self.sequential_runs(first, pes):
+    def sequential(self, first: int, last: int, pes: int, channels: int = 1) -> StageCost:
+        for cost in self.sequential_runs(first, pes, channels):
             if cost.last == last:
                 return cost
-        raise ValueError(f"no layers {first}..{last}")
+        raise ValueError(f"no layers {first}..{last} on {pes} PEs striped over {channels} channel(s)")
 
     def slot_width(self, stage: Stage) -> int | None:
         """The width of a sequential stage's off-chip slots (None for a dataflow stage)."""
@@ -736,7 +787,7 @@ class CostModel:
     def stage(self, stage: Stage) -> StageCost:
         if stage.mode == DATAFLOW:
             return self.dataflow(stage.layers[0], stage.pes, stage.units, stage.weight_memory == URAM)
-        return self.sequential(stage.layers[0], stage.layers[-1], stage.pes)
+        return self.sequential(stage.layers[0], stage.layers[-1], stage.pes, stage.channels)
 
     # Whole designs -----------------------------------------------------------------------------
 
@@ -818,6 +869,7 @@ class CostModel:
                     pes=stage.pes,
                     units=stage.units,
                     weight_memory=stage.weight_memory,
+                    channels=stage.channels,
                     interval=cost.interval,
                     latency=cost.latency - cost.load,
                     resources=cost.resources,

@@ -5,13 +5,13 @@ a dataflow stage for every layer, P in DATAFLOW_PES and K issue units in UNITS (
 sequential stage for every run of consecutive layers and P in SEQUENTIAL_PES. A stage's cycles do not depend on its neighbours, so
 each candidate c has a fixed interval t_c, latency g_c and resources r_c, and a design is a path
 of candidates through the layer boundaries under knapsack constraints (the board's resources,
-one memory channel per sequential stage). The choice is exact for the cost model; its integer
+its memory channels, one or more per sequential stage). The choice is exact for the cost model; its integer
 program, solved with HiGHS (`scipy.optimize.milp`), is
 
     x_c in {0, 1}                              candidate c is built
     sum_{c starts at 0} x_c = 1;  sum_{c ends at a-1} x_c = sum_{c starts at a} x_c   (a path)
     sum_c r_c x_c <= budget_r - reader_r       for r in DSP, BRAM, URAM, LUT, FF
-    sum_{c sequential} x_c <= channels
+    sum_{c sequential} channels_c x_c <= channels
 
 The latency, sum_c g_c x_c plus the reader's, is linear. The interval, max(reader, max_c t_c x_c),
 is a bottleneck: a min-max objective makes branch and bound crawl (its LP bound is weak and
@@ -21,7 +21,7 @@ t_c <= T, without objective. The throughput objective takes the least T, then th
 among the designs within it. The latency objective takes the least latency (its ties are not
 broken: a least-interval tie-break would be another bisection).
 
-Before any program is built, dynamic programming over (boundary, sequential stages used) gives,
+Before any program is built, dynamic programming over (boundary, memory channels used) gives,
 for every candidate, the least of each resource that any chain through it needs; candidates that
 cannot fit are dropped, and a bisection step whose cheapest chain already exceeds the board is
 answered without a solver. Both reductions are exact.
@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from ..engine.clock import engine_clocked
-from ..engine.geometry import MAX_PORT_BITS, UNITS
+from ..engine.geometry import MAX_PORT_BITS, STRIPES, UNITS
 from ..errors import DoesNotFit, FpgagenError
 from ..ir import DATAFLOW, SEQUENTIAL, Model, Schedule
 from .activity import Activity
@@ -168,7 +168,10 @@ class Problem:
         self.last = np.array([c.last for c in candidates], dtype=np.int64)
         self.interval = np.array([c.interval for c in candidates], dtype=np.float64)
         self.latency = np.array([c.latency for c in candidates], dtype=np.float64)
-        self.sequential = np.array([c.stage.mode == SEQUENTIAL for c in candidates], dtype=np.int64)
+        # memory channels each candidate takes: a sequential stage's, striped over one or more
+        self.ports = np.array(
+            [c.stage.channels if c.stage.mode == SEQUENTIAL else 0 for c in candidates], dtype=np.int64
+        )
         self.resources = np.array([c.resources.as_tuple() for c in candidates], dtype=np.float64).reshape(-1, 5)
 
     def subset(self, keep: np.ndarray) -> Problem:
@@ -195,8 +198,8 @@ class Problem:
         dropped = np.zeros(len(self.candidates), dtype=bool)
         if not self.candidates:
             return dropped
-        costs = np.column_stack([self.resources, self.latency]) if latency else self.resources
-        keys = np.stack([self.first, self.last, self.sequential], axis=1)
+        costs = np.column_stack([self.resources, self.ports, *([self.latency] if latency else [])])
+        keys = np.stack([self.first, self.last, self.ports > 0], axis=1)
         group = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
         for members in np.split(np.argsort(group, kind="stable"), np.flatnonzero(np.diff(np.sort(group))) + 1):
             used = costs[members]
@@ -207,9 +210,7 @@ class Problem:
         return dropped
 
     def fits(self, chain: np.ndarray) -> bool:
-        return bool(
-            (self.resources[chain].sum(axis=0) <= self.room).all() and self.sequential[chain].sum() <= self.channels
-        )
+        return bool((self.resources[chain].sum(axis=0) <= self.room).all() and self.ports[chain].sum() <= self.channels)
 
     def cheapest_chain(self, cost: np.ndarray) -> np.ndarray | None:
         """The chain of candidates of least total `cost` (channels ignored), by dynamic programming
@@ -266,33 +267,33 @@ class Problem:
     def cover_bounds(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The least sum of each column of `weights` over the chains through each candidate, and
         over all chains, keeping to the board's channels (the other resources ignored). Exact, by
-        dynamic programming over (boundary, sequential stages used)."""
+        dynamic programming over (boundary, memory channels used)."""
         n, width = weights.shape
-        seats = min(self.channels, self.layers) + 1
-        # before[a, s]: least cost of the layers < a with s sequential stages
+        seats = min(self.channels, self.layers * STRIPES[-1]) + 1
+        # before[a, s]: least cost of the layers < a using s memory channels
         before = np.full((self.layers + 1, seats, width), np.inf)
         before[0, 0] = 0.0
-        # after[a, s]: least cost of the layers >= a with at most s sequential stages (0 at the end, for any s)
+        # after[a, s]: least cost of the layers >= a using at most s channels (0 at the end, for any s)
         after = np.full((self.layers + 1, seats, width), np.inf)
         after[self.layers] = 0.0
         groups = [np.flatnonzero(self.first == a) for a in range(self.layers)]
         for a in range(self.layers):
-            for uses in (0, 1):
-                chosen = groups[a][self.sequential[groups[a]] == uses]
+            for uses in np.unique(self.ports):
+                chosen = groups[a][self.ports[groups[a]] == uses]
                 if len(chosen) == 0 or seats <= uses:
                     continue
                 values = before[a, None, : seats - uses] + weights[chosen, None, :]
                 np.minimum.at(before, (self.last[chosen, None] + 1, np.arange(uses, seats)[None, :]), values)
         for a in reversed(range(self.layers)):
-            for uses in (0, 1):
-                chosen = groups[a][self.sequential[groups[a]] == uses]
+            for uses in np.unique(self.ports):
+                chosen = groups[a][self.ports[groups[a]] == uses]
                 if len(chosen) == 0 or seats <= uses:
                     continue
                 values = after[self.last[chosen] + 1, : seats - uses] + weights[chosen, None, :]
                 after[a, uses:] = np.minimum(after[a, uses:], values.min(axis=0))
         through = np.full((n, width), np.inf)
         for s in range(seats):
-            rest = seats - 1 - s - self.sequential
+            rest = seats - 1 - s - self.ports
             ok = rest >= 0
             value = before[self.first[ok], s] + weights[ok] + after[self.last[ok] + 1, rest[ok]]
             through[ok] = np.minimum(through[ok], value)
@@ -301,23 +302,23 @@ class Problem:
     def least_chain(self, kind: int) -> np.ndarray | None:
         """The chain of least latency that keeps to the board's memory channels and to its room
         for the resource `kind`, the other resources ignored: a relaxation of the latency program,
-        solved exactly by dynamic programming over (boundary, sequential stages used, units of
+        solved exactly by dynamic programming over (boundary, memory channels used, units of
         that resource used). None if there is no such chain.
 
         Units are the resource's counts, coarsened when the table would be too large (rounded
         down, so that it stays a relaxation)."""
-        seats = min(self.channels, self.layers) + 1
+        seats = min(self.channels, self.layers * STRIPES[-1]) + 1
         scale = max(1, math.ceil((self.layers + 1) * seats * (self.room[kind] + 1) / _DP_CELLS))
         units = (self.resources[:, kind] // scale).astype(np.int64)
         budget = int(self.room[kind] // scale)
         if budget < 0:
             return None
-        # cost[a, s, b]: least latency of the layers < a with s sequential stages and at most b units
+        # cost[a, s, b]: least latency of the layers < a using s memory channels and at most b units
         cost = np.full((self.layers + 1, seats, budget + 1), np.inf)
         cost[0, 0] = 0.0
         via = np.full(cost.shape, -1, dtype=np.int32)  # the candidate that ends the best chain there
         for c in np.argsort(self.first, kind="stable"):  # every chain into a boundary before leaving it
-            u, uses, end = units[c], self.sequential[c], self.last[c] + 1
+            u, uses, end = units[c], self.ports[c], self.last[c] + 1
             if u > budget or uses >= seats:
                 continue
             reached = cost[self.first[c], : seats - uses, : budget + 1 - u] + self.latency[c]
@@ -331,7 +332,7 @@ class Problem:
         while boundary > 0:
             c = int(via[boundary, seat, used])
             chain.append(c)
-            boundary, seat, used = self.first[c], seat - self.sequential[c], used - units[c]
+            boundary, seat, used = self.first[c], seat - self.ports[c], used - units[c]
         return np.array(chain[::-1], dtype=np.int64)
 
     # Integer programs ---------------------------------------------------------------------------
@@ -347,7 +348,7 @@ class Problem:
         every = np.arange(len(self.candidates))
         for k in range(len(RESOURCE_KINDS)):
             rows.add(every, self.resources[:, k], -np.inf, self.room[k])
-        rows.add(every, self.sequential, -np.inf, self.channels)
+        rows.add(every, self.ports, -np.inf, self.channels)
         return rows
 
     def program(self, objective: np.ndarray | None) -> np.ndarray | None:
@@ -563,14 +564,16 @@ def shortfall(problem: Problem, description: str) -> DoesNotFit:
     model = problem.cost.model.name
     if not problem.candidates:
         # Only sequential stages can be refused outright: dataflow ones of every P exist.
+        stripes = max(c for c in STRIPES if c <= max(1, board.channels))
         return DoesNotFit(
-            f"no {description} can be built for model {model}: a sequential stage's memory port is its P "
-            f"off-chip slots of 8, 16 or 32 bits (as its addresses and weights need), at most {MAX_PORT_BITS} bits"
+            f"no {description} can be built for model {model}: a sequential stage's beat is its P "
+            f"off-chip slots of 8, 16 or 32 bits (as its addresses and weights need), at most {MAX_PORT_BITS} "
+            f"bits a channel, over at most {stripes} of {board.name}'s memory channels"
         )
     _, least = problem.cover_bounds(problem.resources)
     if np.isinf(least).any():
         return DoesNotFit(
-            f"{board.name} has {board.channels} off-chip memory channel(s), one per sequential stage; "
+            f"{board.name} has {board.channels} off-chip memory channel(s), one or more per sequential stage; "
             f"no {description} for model {model} fits in that many",
             ("channels",),
         )

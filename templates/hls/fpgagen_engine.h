@@ -621,36 +621,63 @@ struct seq_layer {
     int hi;
 };
 
-// A beat of the load phase's tables: TABLE_PARTS port beats, the first lowest (the tables keep
-// 32-bit fields, P to a beat, whatever the slots' width).
-template <class Cfg>
-ap_uint<32 * Cfg::PES> table_beat(const typename Cfg::beat_t* image, int t) {
+// `part` into bits [lo, lo + width) of `whole`, in fields of at most 64 bits (the widths are
+// powers of two of at least 8 bits). Wiring only.
+template <class Whole, class Part>
+void place(Whole& whole, int lo, const Part& part) {
 #pragma HLS INLINE
-    const int BYTES = 4 * Cfg::PES / Cfg::TABLE_PARTS;  // a port beat
-    ap_uint<32 * Cfg::PES> beat = 0;
-    for (int part = 0; part < Cfg::TABLE_PARTS; ++part) {
+    const int FIELD = Part::width < 64 ? Part::width : 64;
+    for (int k = 0; k < Part::width; k += FIELD) {
 #pragma HLS UNROLL
-        const typename Cfg::beat_t in = image[t * Cfg::TABLE_PARTS + part];
-        for (int k = 0; k < BYTES; ++k) {
+        whole.range(lo + k + FIELD - 1, lo + k) = part.range(k + FIELD - 1, k).to_uint64();
+    }
+}
+
+// A beat the stage takes: a share from each of its CHANNELS memory channels, channel 0 lowest
+// (channel c holds the slots of PEs c * P / CHANNELS .., or that share of the tables' fields).
+template <class Cfg>
+typename Cfg::beat_t joined_beat(hls::stream<typename Cfg::port_t> (&shares)[Cfg::CHANNELS]) {
+#pragma HLS INLINE
+    typename Cfg::beat_t beat = 0;
+    for (int c = 0; c < Cfg::CHANNELS; ++c) {
 #pragma HLS UNROLL
-            const int at = BYTES * part + k;
-            beat.range(8 * at + 7, 8 * at) = in.range(8 * k + 7, 8 * k).to_uint64();
-        }
+        place(beat, Cfg::port_t::width * c, shares[c].read());
     }
     return beat;
 }
 
-// The load phase (fg_seq_stage.v): the stage's row table and biases from the start of its image.
+// The load phase's reads on one channel: the first LOAD_BEATS beats of its image, in one burst.
+template <class Cfg>
+void seq_read_tables(const typename Cfg::port_t* image, hls::stream<typename Cfg::port_t>& shares) {
+    for (int t = 0; t < Cfg::LOAD_BEATS; ++t) {
+#pragma HLS PIPELINE II=1
+        shares.write(image[t]);
+    }
+}
+
+// A beat of the load phase's tables: TABLE_PARTS beats, the first lowest.
+template <class Cfg>
+ap_uint<32 * Cfg::PES> table_beat(hls::stream<typename Cfg::port_t> (&image)[Cfg::CHANNELS]) {
+#pragma HLS INLINE
+    ap_uint<32 * Cfg::PES> beat = 0;
+    for (int part = 0; part < Cfg::TABLE_PARTS; ++part) {
+#pragma HLS UNROLL
+        place(beat, Cfg::beat_t::width * part, joined_beat<Cfg>(image));
+    }
+    return beat;
+}
+
+// The load phase (fg_seq_stage.v): the stage's row table and biases from the start of its images.
 // First ROW_TABLE_BEATS beats of row-table entries `start << COUNT_BITS | beats`, one per 32-bit
 // field, P to a beat; then the bias rows, each of P values in BIAS_WORDS 32-bit words, low first.
-// Those beats of the tables are TABLE_PARTS port beats each.
+// Those beats of the tables are TABLE_PARTS beats each, every beat a share from each channel.
 template <class Cfg>
-void load_tables(const typename Cfg::beat_t* image) {
+void load_tables(hls::stream<typename Cfg::port_t> (&image)[Cfg::CHANNELS]) {
     const int VALUE = 32 * Cfg::BIAS_WORDS;
     int row = 0;
     // fpgagen: not hot: once per batch, one beat of entries per iteration
     for (int t = 0; t < Cfg::ROW_TABLE_BEATS; ++t) {
-        const ap_uint<32 * Cfg::PES> beat = table_beat<Cfg>(image, t);
+        const ap_uint<32 * Cfg::PES> beat = table_beat<Cfg>(image);
         for (int q = 0; q < Cfg::PES; ++q) {
 #pragma HLS PIPELINE II=1
             if (row < Cfg::ROWS) {
@@ -661,7 +688,7 @@ void load_tables(const typename Cfg::beat_t* image) {
             }
         }
     }
-    // A port beat a cycle: a bias row is ROW_BEATS of them, its bytes in order.
+    // A beat a cycle: a bias row is ROW_BEATS of them, its bytes in order.
     const int BYTES = 4 * Cfg::PES / Cfg::TABLE_PARTS;
     const int VALUE_BYTES = VALUE / 8;
     const int ROW_BEATS = Cfg::BIAS_WORDS * Cfg::TABLE_PARTS;
@@ -669,8 +696,8 @@ void load_tables(const typename Cfg::beat_t* image) {
 #pragma HLS ARRAY_PARTITION variable=value type=complete dim=1
     for (int u = 0; u < Cfg::BIAS_ROWS * ROW_BEATS; ++u) {
 #pragma HLS PIPELINE II=1
-        const typename Cfg::beat_t beat = image[Cfg::ROW_TABLE_BEATS * Cfg::TABLE_PARTS + u];
-        const int b = u % ROW_BEATS;  // the row's b-th port beat
+        const typename Cfg::beat_t beat = joined_beat<Cfg>(image);
+        const int b = u % ROW_BEATS;  // the row's b-th beat
         for (int k = 0; k < BYTES; ++k) {
 #pragma HLS UNROLL
             const int at = b * BYTES + k;  // the row's at-th byte: byte at % VALUE_BYTES of value at / VALUE_BYTES
@@ -722,10 +749,11 @@ void seq_source(hls::stream<Item> (&in)[Cfg::IN_SUBS], hls::stream<typename Cfg:
     }
 }
 
-// Row lookup: a row with beats becomes a read request and a waiting activation.
+// Row lookup: a row with beats becomes a read request to every channel and a waiting activation.
 template <class Cfg>
-void seq_requests(hls::stream<typename Cfg::pass_item_t> (&items)[1], hls::stream<typename Cfg::request_t>& requests,
-                  hls::stream<typename Cfg::waiting_t>& waits, const seq_layer& layer) {
+void seq_requests(hls::stream<typename Cfg::pass_item_t> (&items)[1],
+                  hls::stream<typename Cfg::request_t> (&requests)[Cfg::CHANNELS], hls::stream<typename Cfg::waiting_t>& waits,
+                  const seq_layer& layer) {
     for (bool done = false; !done;) {
 #pragma HLS PIPELINE II=1
         const typename Cfg::pass_item_t next = items[0].read();
@@ -739,19 +767,22 @@ void seq_requests(hls::stream<typename Cfg::pass_item_t> (&items)[1], hls::strea
         wait.beats = read.beats;
         wait.x = next.value;
         if (next.end || read.beats != 0) {
-            requests.write(read);
+            for (int c = 0; c < Cfg::CHANNELS; ++c) {
+#pragma HLS UNROLL
+                requests[c].write(read);
+            }
             waits.write(wait);
         }
         done = next.end;
     }
 }
 
-// AXI reads: every requested beat, in order, one a cycle. The address of a row's beats counts up
-// by one, so Vitis makes bursts of a row's beats, and the loop never waits for a read's data
-// before the next one (num_read_outstanding on the port).
+// AXI reads on one channel: every requested beat's share, in order, one a cycle. The address of a
+// row's beats counts up by one, so Vitis makes bursts of a row's beats, and the loop never waits
+// for a read's data before the next one (num_read_outstanding on the port).
 template <class Cfg>
-void seq_read(hls::stream<typename Cfg::request_t>& requests, const typename Cfg::beat_t* weights,
-              hls::stream<typename Cfg::beat_t>& beats) {
+void seq_read(hls::stream<typename Cfg::request_t>& requests, const typename Cfg::port_t* weights,
+              hls::stream<typename Cfg::port_t>& shares) {
     unsigned beat = 0, left = 0;
     for (bool done = false; !done;) {
 #pragma HLS PIPELINE II=1
@@ -762,7 +793,7 @@ void seq_read(hls::stream<typename Cfg::request_t>& requests, const typename Cfg
             done = next.end;
         }
         if (!done) {
-            beats.write(weights[beat]);
+            shares.write(weights[beat]);
             ++beat;
             --left;
         }
@@ -772,7 +803,7 @@ void seq_read(hls::stream<typename Cfg::request_t>& requests, const typename Cfg
 // MACs: each beat meets its row's activation; every valid slot adds x times its weight (or times the
 // stage's shared weight: `weigh`) into its PE's bank.
 template <class Cfg>
-void seq_mac(hls::stream<typename Cfg::waiting_t>& waits, hls::stream<typename Cfg::beat_t>& beats,
+void seq_mac(hls::stream<typename Cfg::waiting_t>& waits, hls::stream<typename Cfg::port_t> (&shares)[Cfg::CHANNELS],
              typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES]) {
     const int SLOT = 1 + Cfg::SLOT_LOCAL_BITS + Cfg::SLOT_WEIGHT_BITS;
     clear_banks<Cfg>(acc);
@@ -795,7 +826,7 @@ void seq_mac(hls::stream<typename Cfg::waiting_t>& waits, hls::stream<typename C
             done = next.end;
         }
         if (!done) {
-            const typename Cfg::beat_t beat = beats.read();
+            const typename Cfg::beat_t beat = joined_beat<Cfg>(shares);
             for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
                 bool valid;
@@ -807,26 +838,6 @@ void seq_mac(hls::stream<typename Cfg::waiting_t>& waits, hls::stream<typename C
             --left;
         }
     }
-}
-
-// One pass's compute: a DATAFLOW region of the four processes above.
-template <class Cfg, class Item>
-void seq_compute(hls::stream<Item> (&in)[Cfg::IN_SUBS], hls::stream<typename Cfg::loop_item_t>& loop,
-                 const typename Cfg::beat_t* weights, const seq_layer& layer, bool first,
-                 typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES]) {
-#pragma HLS DATAFLOW
-    hls::stream<typename Cfg::pass_item_t> items[1];
-    hls::stream<typename Cfg::request_t> requests;
-    hls::stream<typename Cfg::waiting_t> waits;
-    hls::stream<typename Cfg::beat_t> beats;
-#pragma HLS STREAM variable=items depth=Cfg::ITEM_DEPTH
-#pragma HLS STREAM variable=requests depth=Cfg::REQUEST_DEPTH
-#pragma HLS STREAM variable=waits depth=Cfg::WAITING_DEPTH
-#pragma HLS STREAM variable=beats depth=Cfg::BEAT_DEPTH
-    seq_source<Cfg>(in, loop, items, first);
-    seq_requests<Cfg>(items, requests, waits, layer);
-    seq_read<Cfg>(requests, weights, beats);
-    seq_mac<Cfg>(waits, beats, acc);
 }
 
 // The outputs of local address `a` of a pass: the layer's bias and requantization, and which exist.

@@ -157,6 +157,7 @@ class DataflowStage:
     load: LoadLink | None  # its weights are in UltraRAM: the load phase fills `rom`, not the bitstream
 
     sequential = False
+    ports = ()  # its weights are on chip: no memory channel
 
     @property
     def bias_rows(self) -> int:
@@ -195,7 +196,7 @@ class SequentialStage:
     pass_index_bits: int  # the widest index a pass reads: its input's or its loop-back's
     loop_index_bits: int
     groups: GroupsView
-    port: WeightPort
+    ports: tuple[WeightPort, ...]  # its memory channels, a share of every beat each, channel 0 first
     max_bursts: int
     slot_local_bits: int
     slot_weight_bits: int  # 0: positions only
@@ -203,7 +204,7 @@ class SequentialStage:
     drain_scale: int  # positions only: the shared weight +-2^k the drain multiplies a sum by
     row_table_beats: int  # the load phase's: row-table entries at the image's start, P to a beat
     bias_words: int  # then the bias rows, each value in this many 32-bit words
-    table_parts: int  # port beats in a beat of those tables
+    table_parts: int  # beats in a beat of those tables
     storage: dict[str, str]  # row table, bias
     fifos: dict[str, Fifo]  # unit items, row requests, waiting activations, PE entries, words, loop-back
     tables: Tables
@@ -262,8 +263,8 @@ def plan_design(plan: EnginePlan) -> Design:
     for stage in plan.stages:
         out_channel = None if stage.last else channels[stage.index + 1]
         if stage.sequential:
-            port = plan.interface.ports[stage.port]
-            stages.append(_sequential_stage(stage, channels[stage.index], out_channel, port))
+            ports = tuple(plan.interface.ports[port] for port in stage.ports)
+            stages.append(_sequential_stage(stage, channels[stage.index], out_channel, ports))
         else:
             stages.append(_dataflow_stage(stage, channels[stage.index], out_channel, links.get(stage.index)))
     last = plan.stages[-1]
@@ -385,7 +386,8 @@ def _dataflow_stage(
     )
 
 
-def _sequential_layer(plan: LayerPlan, beat_bytes: int) -> SequentialLayer:
+def _sequential_layer(plan: LayerPlan, port_bytes: int) -> SequentialLayer:
+    """A sequential layer's descriptor; its base is in beats of each channel's image."""
     return SequentialLayer(
         index=plan.index,
         name=plan.name,
@@ -393,7 +395,7 @@ def _sequential_layer(plan: LayerPlan, beat_bytes: int) -> SequentialLayer:
         addresses=plan.shape.addresses,
         rows=plan.row_offset,
         bias=plan.bias_offset,
-        base=plan.offchip_base // beat_bytes,
+        base=plan.offchip_base // port_bytes,
         shift=plan.shift,
         lo=plan.lo,
         hi=plan.hi,
@@ -401,9 +403,9 @@ def _sequential_layer(plan: LayerPlan, beat_bytes: int) -> SequentialLayer:
 
 
 def _sequential_stage(
-    stage: StagePlan, in_channel: ChannelView, out_channel: ChannelView | None, port: WeightPort
+    stage: StagePlan, in_channel: ChannelView, out_channel: ChannelView | None, ports: tuple[WeightPort, ...]
 ) -> SequentialStage:
-    beat_bytes = port.data_bits // 8
+    port_bytes = ports[0].data_bits // 8
     items = stage.memory("unit activations")
     fifos = {
         "items": fifo(items),
@@ -424,7 +426,7 @@ def _sequential_stage(
         in_channel=in_channel,
         out_channel=out_channel,
         pes=stage.pes,
-        layers=tuple(_sequential_layer(plan, beat_bytes) for plan in stage.layers),
+        layers=tuple(_sequential_layer(plan, port_bytes) for plan in stage.layers),
         acc_bits=stage.acc_bits,
         addresses=stage.addresses,
         local_bits=stage.local_bits,
@@ -433,7 +435,7 @@ def _sequential_stage(
         pass_index_bits=items.width - 1 - VALUE_BITS,  # the unit activations' items {end, index, value}
         loop_index_bits=stage.loop.index_bits if isinstance(stage.loop, Channel) else 1,
         groups=groups_view(stage.groups),
-        port=port,
+        ports=ports,
         max_bursts=MAX_BURSTS,
         slot_local_bits=stage.sequential_shape.slot.local_bits,
         slot_weight_bits=stage.sequential_shape.slot.weight_bits,

@@ -148,6 +148,7 @@ def _stage_context(
         "pes": stage.pes,
         "units": stage.units,
         "port": stage.port,
+        "ports": list(stage.ports),  # a sequential stage's AXI4 masters, channel 0 first
         "loaded": stage.loaded,
         "data_bits": data_bits,  # of its AXI4 master, a sequential stage
         "dense_bits": VALUE_BITS * stage.pes,
@@ -229,6 +230,7 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
         ("ADDRESSES", stage.addresses), ("LOCAL_W", stage.local_bits), ("ROWS", stage.rows),
         ("START_W", stage.start_bits), ("CNT_W", stage.count_bits),
         ("W_BITS", stage.encoding.weight_bits), ("SLOT_W", stage.sequential_shape.slot.width),
+        ("CHANNELS", stage.channels),
         ("ACC_W", stage.acc_bits), ("SUM_W", stage.sum_bits), *_scale_parameters(stage.encoding),
         ("BIAS_ROWS", stage.bias_rows), ("DENSE", int(stage.last)), *_fifo_parameters(stage),
         ("LOOP_DEPTH", stage.loop_depth if loop else 1), ("LOOP_SLACK", CHANNEL_SLACK),
@@ -241,9 +243,9 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
         *([("LOOP_STYLE", style(stage.memory("loop-back items")))] if loop else []),
     ]  # fmt: skip
     names = ", ".join(layer.name for layer in stage.layers)
-    description = f"sequential, layers {names}, {stage.pes} PE(s), weights from gmem{stage.port}"
-    port = plan.interface.ports[stage.port]
-    return _stage_context(stage, "fg_seq_stage", description, parameters, port.data_bits)
+    gmems = ", ".join(f"gmem{port}" for port in stage.ports)
+    description = f"sequential, layers {names}, {stage.pes} PE(s), weights from {gmems}"
+    return _stage_context(stage, "fg_seq_stage", description, parameters, plan.interface.ports[stage.port].data_bits)
 
 
 def _encoding_parameters(stage: StagePlan) -> list[tuple[str, object]]:

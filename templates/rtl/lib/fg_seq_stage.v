@@ -28,6 +28,7 @@ module fg_seq_stage #(
     parameter integer CNT_W = 1,
     parameter integer W_BITS = 16,      // 0: positions only, every layer's nonzeros are SCALE
     parameter integer SLOT_W = 32,      // an off-chip slot {valid, local, weight}: 8, 16 or 32 bits
+    parameter integer CHANNELS = 1,     // AXI4 masters; channel c carries the slots of PEs c*P/CHANNELS ..
     parameter integer ACC_W = 32,
     parameter integer SUM_W = ACC_W,    // the accumulators
     parameter integer SCALE = 1,        // positions only: the one weight (fg_pe.v)
@@ -61,7 +62,7 @@ module fg_seq_stage #(
 ) (
     input  wire                     clk,
     input  wire                     rst,
-    input  wire [63:0]              weights,        // base address of this stage's weight image
+    input  wire [64*CHANNELS-1:0]   weights,        // base address of each channel's weight image
     input  wire                     load,           // pulse: a batch starts, fill the tables from the image
     input  wire [S*IN_ITEM_W-1:0]   in_item,
     input  wire [S-1:0]             in_valid,
@@ -75,16 +76,17 @@ module fg_seq_stage #(
     output reg                      dense_last,
     output reg                      dense_valid,
     input  wire                     dense_room,
-    // AXI4 read channels (the write channels are tied off by the core)
-    output wire [63:0]              araddr,
-    output wire [7:0]               arlen,
-    output wire [2:0]               arsize,
-    output wire                     arvalid,
-    input  wire                     arready,
+    // AXI4 read channels of each memory channel, channel 0 lowest (the write channels are tied
+    // off by the core); rdata is the beat they carry together
+    output wire [64*CHANNELS-1:0]   araddr,
+    output wire [8*CHANNELS-1:0]    arlen,
+    output wire [3*CHANNELS-1:0]    arsize,
+    output wire [CHANNELS-1:0]      arvalid,
+    input  wire [CHANNELS-1:0]      arready,
     input  wire [SLOT_W*P-1:0]      rdata,
-    input  wire                     rvalid,
-    input  wire                     rlast,
-    output wire                     rready,
+    input  wire [CHANNELS-1:0]      rvalid,
+    input  wire [CHANNELS-1:0]      rlast,
+    output wire [CHANNELS-1:0]      rready,
     output reg  [32*LAYERS-1:0]     perf_busy,
     output reg  [32*LAYERS-1:0]     perf_drain,
     output reg  [31:0]              perf_vectors
@@ -101,8 +103,9 @@ module fg_seq_stage #(
     localparam integer ROW_AW = (ROWS > 1) ? $clog2(ROWS) : 1;
     localparam integer BIAS_AW = (BIAS_ROWS > 1) ? $clog2(BIAS_ROWS) : 1;
     localparam integer LAYER_W = (LAYERS > 1) ? $clog2(LAYERS) : 1;
-    localparam integer BEAT_SHIFT = $clog2(SLOT_W / 8 * P);
     localparam integer BEAT_W = SLOT_W * P;
+    localparam integer PORT_W = BEAT_W / CHANNELS;  // a channel's share of a beat
+    localparam integer PORT_SHIFT = $clog2(PORT_W / 8);
     localparam integer PARTS = 32 / SLOT_W;  // port beats in a beat of the tables (32-bit fields)
     localparam [31:0] LAST_PART32 = PARTS - 1;
     localparam integer ROW_W = START_W + CNT_W;
@@ -124,7 +127,6 @@ module fg_seq_stage #(
     reg [LOCAL_W-1:0] d_last_address;
     reg [ROW_AW-1:0] d_row_base;
     reg [BIAS_AW-1:0] d_bias_base;
-    reg [63:0] d_dram;                  // where the layer's weights are
     reg [5:0] d_shift;
     reg [VALUE_W-1:0] d_lo, d_hi;
     reg [31:0] d_last_outputs;          // real outputs at the last address
@@ -147,7 +149,7 @@ module fg_seq_stage #(
     reg [31:0] fill_asked, fill_got;    // port beats requested, and table beats received
     reg [1:0] part;                     // port beats of the table beat coming in, received so far
     reg fill_push;
-    reg [63:0] fill_addr;
+    wire fill_start = state == S_LOAD && fill_wanted;  // the load phase starts: the tables' reads from each image's start
     reg [32*P-1:0] fill_beat;           // a row-table beat, shifted one entry a cycle
     reg [31:0] fill_entries;            // entries of `fill_beat` still to write
     reg [ROW_AW-1:0] next_row;
@@ -312,30 +314,19 @@ module fg_seq_stage #(
     wire [CNT_W-1:0] row_beats = row[CNT_W-1:0];
     // A row with beats becomes a read of them; its activation waits for them.
     wire push = l4_valid && !l4_end && row_beats != {CNT_W{1'b0}};
-    reg [63:0] req_addr;
     reg [CNT_W-1:0] req_beats;
     reg [VALUE_W-1:0] req_x;
     reg req_push;
     always @(posedge clk) begin
         req_push <= !rst && push;
-        req_addr <= d_dram + ({{(64 - START_W){1'b0}}, row_start} << BEAT_SHIFT);
         req_beats <= row_beats;
         req_x <= l4_x;
     end
 
-    wire [63:0] q_addr;
-    wire [CNT_W-1:0] q_beats;
-    wire q_valid, q_pop;
-    /* verilator lint_off PINCONNECTEMPTY */
-    fg_fifo #(.WIDTH(64 + CNT_W), .DEPTH(REQUEST_DEPTH), .SLACK(7), .STYLE(REQUEST_STYLE)) u_requests (
-        .clk(clk), .rst(rst),
-        .in_data(fill_push ? {fill_addr, ONE_BEAT} : {req_addr, req_beats}), .in_valid(req_push || fill_push),
-        .in_ready(), .room(req_room),
-        .out_data({q_addr, q_beats}), .out_valid(q_valid), .out_ready(q_pop)
-    );
     wire [VALUE_W-1:0] act_x;
     wire [CNT_W-1:0] act_beats;
     wire act_valid, act_pop;
+    /* verilator lint_off PINCONNECTEMPTY */
     fg_fifo #(.WIDTH(VALUE_W + CNT_W), .DEPTH(ACTIVATION_DEPTH), .SLACK(7), .STYLE(ACTIVATION_STYLE)) u_acts (
         .clk(clk), .rst(rst),
         .in_data({req_x, req_beats}), .in_valid(req_push), .in_ready(), .room(act_room),
@@ -343,20 +334,57 @@ module fg_seq_stage #(
     );
     /* verilator lint_on PINCONNECTEMPTY */
 
-    wire reader_idle;
-    fg_axi_reader #(.DATA_W(BEAT_W), .LEN_W(CNT_W), .MAX_BURSTS(MAX_BURSTS)) u_axi (
-        .clk(clk), .rst(rst),
-        .req_addr(q_addr), .req_beats(q_beats), .req_valid(q_valid), .req_pop(q_pop),
-        .araddr(araddr), .arlen(arlen), .arsize(arsize), .arvalid(arvalid), .arready(arready),
-        .rvalid(rvalid), .rlast(rlast), .rready(rready), .idle(reader_idle)
-    );
+    // Each channel: the addresses of the reads in its own image (the layer's weights, the row, the
+    // load phase's next table beat), its queue of reads and its AXI reader. The same reads go to
+    // every channel, at the same offsets, and their shares of each beat come back in order.
+    wire [CHANNELS-1:0] q_valid, channel_room, channel_idle;
+    wire take;                          // the stage takes the beat the channels hold
+    wire beat_valid = &rvalid;          // every channel holds its share of the next beat
+    genvar c;
+    generate
+        for (c = 0; c < CHANNELS; c = c + 1) begin : g_channel
+            reg [63:0] dram, req_addr, fill_addr;
+            always @(posedge clk) begin
+                // the descriptor: the layer's weights, a byte offset in each channel's image
+                if (state == S_LOAD3) dram <= weights[64*c +: 64] + desc[128 +: 64];
+                req_addr <= dram + ({{(64 - START_W){1'b0}}, row_start} << PORT_SHIFT);
+                if (fill_start) fill_addr <= weights[64*c +: 64];
+                else if (fill_push) fill_addr <= fill_addr + (64'd1 << PORT_SHIFT);
+            end
+            wire [63:0] q_addr;
+            wire [CNT_W-1:0] q_beats;
+            wire q_pop;
+            /* verilator lint_off PINCONNECTEMPTY */
+            fg_fifo #(.WIDTH(64 + CNT_W), .DEPTH(REQUEST_DEPTH), .SLACK(7), .STYLE(REQUEST_STYLE)) u_requests (
+                .clk(clk), .rst(rst),
+                .in_data(fill_push ? {fill_addr, ONE_BEAT} : {req_addr, req_beats}), .in_valid(req_push || fill_push),
+                .in_ready(), .room(channel_room[c]),
+                .out_data({q_addr, q_beats}), .out_valid(q_valid[c]), .out_ready(q_pop)
+            );
+            /* verilator lint_on PINCONNECTEMPTY */
+            fg_axi_reader #(.DATA_W(PORT_W), .LEN_W(CNT_W), .MAX_BURSTS(MAX_BURSTS)) u_axi (
+                .clk(clk), .rst(rst),
+                .req_addr(q_addr), .req_beats(q_beats), .req_valid(q_valid[c]), .req_pop(q_pop),
+                .araddr(araddr[64*c +: 64]), .arlen(arlen[8*c +: 8]), .arsize(arsize[3*c +: 3]),
+                .arvalid(arvalid[c]), .arready(arready[c]),
+                .rvalid(rvalid[c]), .rlast(rlast[c]), .rready(rready[c]), .idle(channel_idle[c])
+            );
+            if (CHANNELS == 1) begin : g_alone
+                assign rready[c] = take;
+            end else begin : g_joined
+                assign rready[c] = take && beat_valid;  // the channels' shares are taken together
+            end
+        end
+    endgenerate
+    assign req_room = &channel_room;
+    wire reader_idle = &channel_idle;
 
     // ---- beats meet their activation, into the PEs' FIFOs ---------------------------------------------
     wire ok;                            // every PE FIFO has room (registered)
     reg [CNT_W-1:0] got;                // beats of the head activation's row received so far
-    wire r_fire = rvalid && rready && !filling;  // a weight beat
-    wire fill_fire = rvalid && rready && filling;  // a beat of the tables
-    assign rready = filling ? fill_ready || !last_part : act_valid && ok;  // a table beat's earlier parts wait in `parts`
+    wire r_fire = beat_valid && take && !filling;  // a weight beat
+    wire fill_fire = beat_valid && take && filling;  // a beat of the tables
+    assign take = filling ? fill_ready || !last_part : act_valid && ok;  // a table beat's earlier parts wait in `parts`
     assign act_pop = r_fire && (got + 1'b1 == act_beats);
     always @(posedge clk) begin
         if (rst) got <= {CNT_W{1'b0}};
@@ -373,7 +401,7 @@ module fg_seq_stage #(
     always @(posedge clk) begin
         req_pushed <= !rst && req_push;
         all_in <= !rst && ended && !l1_valid && !l2_valid && !l3_valid && !l4_valid && !req_push && !req_pushed
-                  && !q_valid && !act_valid && reader_idle;
+                  && !(|q_valid) && !act_valid && reader_idle;
     end
     reg end_sent;
     wire send_end = computing && all_in && !end_sent && ok;
@@ -435,11 +463,10 @@ module fg_seq_stage #(
                 fill_wanted <= 1'b1;
                 filled <= 1'b0;
             end
-            if (state == S_LOAD && fill_wanted) begin
+            if (fill_start) begin
                 fill_wanted <= 1'b0;
                 fill_asked <= 32'd0;
                 fill_got <= 32'd0;
-                fill_addr <= weights;
                 next_row <= {ROW_AW{1'b0}};
                 next_bias <= {BIAS_AW{1'b0}};
                 bias_word <= 32'd0;
@@ -453,7 +480,6 @@ module fg_seq_stage #(
                 fill_push <= 1'b1;
                 fill_asked <= fill_asked + 32'd1;
             end
-            if (fill_push) fill_addr <= fill_addr + (64'd1 << BEAT_SHIFT);
             // row-table beats: one entry a cycle, the next beat taken with the last entry
             if (fill_entries != 32'd0 && !rows_written) begin
                 row_write <= 1'b1;
@@ -660,7 +686,6 @@ module fg_seq_stage #(
                     d_last_address <= desc[32 +: LOCAL_W] - 1'b1;
                     d_row_base <= desc[64 +: ROW_AW];
                     d_bias_base <= desc[96 +: BIAS_AW];
-                    d_dram <= weights + desc[128 +: 64];  // the layer's weights: a byte address
                     d_shift <= desc[192 +: 6];
                     d_lo <= desc[224 +: VALUE_W];
                     d_hi <= desc[240 +: VALUE_W];
@@ -704,7 +729,7 @@ module fg_seq_stage #(
     // ---- performance counters (per layer) -------------------------------------------------------------
     // A pass's compute cycles: while it has activations or beats to handle (memory waits
     // included), not while its first layer waits for activations from the stage before.
-    wire working = item_valid || l1_valid || l2_valid || l3_valid || l4_valid || req_push || q_valid
+    wire working = item_valid || l1_valid || l2_valid || l3_valid || l4_valid || req_push || (|q_valid)
                    || act_valid || !reader_idle || (|pe_busy);
     always @(posedge clk) begin
         if (rst) begin
