@@ -22,6 +22,7 @@ import hashlib
 import json
 import shutil
 import sys
+from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -33,15 +34,27 @@ from fpgagen import synth, timing
 from fpgagen.atomic import atomic_file
 from fpgagen.cli import app
 from fpgagen.engine.geometry import LogicShape
+from fpgagen.engine.memory import Memory
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.manifest import read_manifest
-from fpgagen.schedule.cost_model import FF_PER_TERM, LOGIC_TERMS, LUT_PER_TERM, logic_counts
+from fpgagen.schedule.apply import apply_schedule
+from fpgagen.schedule.cost_model import (
+    CHANNEL_FF,
+    CHANNEL_LUT,
+    FF_PER_TERM,
+    LOGIC_TERMS,
+    LUT_PER_TERM,
+    logic_counts,
+    total,
+)
 from fpgagen.synth import run_synthesis, yosys_command
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
-from designs import mlp_design
+from designs import compile_design, mlp_design, mlp_model
+
+from fpgagen.vectors import default_inputs
 
 GC_CONFIGS = [
     ("dataflow", 8, "w8a16"), ("dataflow", 16, "w8a16"), ("sequential", 16, "w8a16"),
@@ -94,6 +107,25 @@ def synthesized(folder: Path, cache: dict) -> dict:
                       "lutram_luts": done.lutram_luts, "latches": done.latches,
                       "logic_levels": done.logic_levels.levels, "worst_path": done.logic_levels.summary()}  # fmt: skip
     return cache[key]
+
+
+def one_channel(work: Path) -> Path:
+    """The MLP `sequential_only` on one memory channel instead of the two it stripes over: the pair
+    measures what a channel adds (CHANNEL_LUT, CHANNEL_FF)."""
+    model = mlp_model("sequential_only")
+    stages = tuple(replace(stage, channels=1) for stage in model.schedule.stages)
+    model = apply_schedule(model, replace(model.schedule, stages=stages, estimate=None))
+    shutil.rmtree(work / "sequential_only_1ch", ignore_errors=True)
+    return compile_design(model, work / "sequential_only_1ch", default_inputs(model, count=2, seed=1))
+
+
+def logic_measured(folder: Path, measured: dict) -> dict:
+    """What synthesis spent on a design's logic: its LUTs and FFs less those of the memories the
+    cost model prices (their pricing follows Yosys's mapping, docs/cost-model.md)."""
+    engine = read_manifest(folder)["engine"]
+    listed = [*engine["reader"]["memories"], *(m for stage in engine["stages"] for m in stage["memories"])]
+    memories = total([Memory(**memory) for memory in listed])
+    return {"lut": measured["lut"] - memories.lut, "ff": measured["ff"] - memories.ff}
 
 
 def _ratio(estimate: float, measured: float) -> float:
@@ -175,6 +207,15 @@ def main() -> int:
         held_out[name] = [ratio(fitted_to(designs != i), i) for i in designs]
         print(f"each design fitted from the others, estimate / Yosys {name}: "
               f"{min(held_out[name]):.2f} .. {max(held_out[name]):.2f}")  # fmt: skip
+    # What a memory channel adds: sequential_only on its two channels, less on one.
+    two = logic_measured(work / "sequential_only", synthesized(work / "sequential_only", cache)["yosys"])
+    single = one_channel(work)
+    one = logic_measured(single, synthesized(single, cache)["yosys"])
+    cache_file.write_text(json.dumps(cache, indent=1) + "\n")
+    channel = {kind: two[kind] - one[kind] for kind in ("lut", "ff")}
+    channel["current"] = {"lut": CHANNEL_LUT, "ff": CHANNEL_FF}
+    print(f"a second memory channel (sequential_only, 2 against 1): {channel['lut']:g} LUTs, {channel['ff']:g} FFs "
+          f"of logic (the cost model counts {CHANNEL_LUT}, {CHANNEL_FF})")  # fmt: skip
     ratios = {kind: [row["ratio"][kind] for row in rows] for kind in BOUNDS}
     for kind, values in ratios.items():
         print(f"estimate / Yosys {kind}: {min(values):.2f} .. {max(values):.2f}")
@@ -183,7 +224,7 @@ def main() -> int:
 
     with atomic_file(HERE / "results" / "resources.json") as partial:
         record = {"designs": rows, "logic_fit": fits, "ratios": ratios, "refitted_ratios": refitted,
-                  "held_out_ratios": held_out}  # fmt: skip
+                  "held_out_ratios": held_out, "channel": channel}  # fmt: skip
         partial.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {HERE / 'results' / 'resources.json'}")
     for failure in failures:

@@ -129,6 +129,8 @@ def run_case(case: Case, board_name: str) -> dict:
             "dataflow_stages": sum(stage.mode == DATAFLOW for stage in stages),
             "sequential_stages": sum(stage.mode == SEQUENTIAL for stage in stages),
             "sequential_layers": sum(len(stage.layers) for stage in stages if stage.mode == SEQUENTIAL),
+            # the memory channels the sequential stages' beats are striped over, together
+            "memory_channels": sum(stage.channels for stage in stages if stage.mode == SEQUENTIAL),
             "pes": sorted({stage.pes for stage in stages}),
             "uram_weight_stages": sum(stage.weight_memory == URAM for stage in stages),
             # what the solver's time limit left unproven (fpgagen.schedule.scheduler.PROGRAM_SECONDS)
@@ -162,7 +164,7 @@ def check_auto(name: str, board: str, results: dict) -> None:
 def table(report: dict) -> str:
     header = (
         f"{'model':30} {'board':8} {'run':12} {'vectors/s':>12} {'edges/s':>10} {'per batch':>10} {'roofline':>9} "
-        f"{'latency':>11} {'stages (df+seq)':>16} {'time':>7}"
+        f"{'latency':>11} {'stages (df+seq)':>22} {'time':>7}"
     )
     lines = [header]
     for name, boards in report["models"].items():
@@ -172,10 +174,10 @@ def table(report: dict) -> str:
                     reason = r["reason"].split(";")[0]
                     lines.append(f"{name:30} {board:8} {run:12} does not fit: {reason}")
                     continue
-                stages = f"{r['dataflow_stages']}+{r['sequential_stages']} ({r['sequential_layers']} seq)"
+                stages = f"{r['dataflow_stages']}+{r['sequential_stages']} ({r['sequential_layers']} seq, {r['memory_channels']} ch)"
                 lines.append(
                     f"{name:30} {board:8} {run:12} {r['vectors_per_s']:12.4g} {r['edges_per_s']:10.3g} {r['batch_edges_per_s']:10.3g} "
-                    f"{r['roofline_ratio']:9.2%} {r['latency']:11.4g} {stages:>16} {r['seconds']:6.2f}s"
+                    f"{r['roofline_ratio']:9.2%} {r['latency']:11.4g} {stages:>22} {r['seconds']:6.2f}s"
                 )
     return "\n".join(lines)
 

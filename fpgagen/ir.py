@@ -117,11 +117,6 @@ class Schedule:
     # stopped with the best design it had found (fpgagen.schedule.scheduler.PROGRAM_SECONDS)
     unproven: tuple[str, ...] = ()
 
-    @property
-    def sequential_stages(self) -> list[int]:
-        """Indices of the sequential stages; the k-th owns AXI port `weights<k>`."""
-        return [index for index, stage in enumerate(self.stages) if stage.mode == SEQUENTIAL]
-
 
 @dataclass(frozen=True, eq=False)
 class Layer:

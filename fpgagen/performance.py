@@ -2,7 +2,7 @@
 
 For every layer: the compute bound is the useful MACs per vector (nonzero weights that meet a
 nonzero activation) over P; a sequential layer also has a memory bound, the bytes its rows bring
-over the AXI port per vector over the bytes the port delivers per cycle. Efficiency is the larger
+over its stage's AXI ports per vector over the bytes they deliver (and it can take) per cycle. Efficiency is the larger
 bound over the busy cycles the RTL counted (`sim_results.json`); the cost model's estimate comes
 from the manifest. Everything is computed on the vectors the simulation really ran, which
 `sim_results.json` records.
@@ -96,8 +96,8 @@ class LayerDemand:
     """What one layer asks of the engine per vector, on given inputs."""
 
     useful_macs: float  # nonzero weights met by nonzero input activations
-    offchip_bytes: float  # weights read over the AXI port (0 for dataflow layers)
-    bytes_per_cycle: float  # what its port delivers (0 for dataflow layers)
+    offchip_bytes: float  # weights read over the AXI ports (0 for dataflow layers)
+    bytes_per_cycle: float  # what its ports deliver and it can take (0 for dataflow layers)
 
     @property
     def memory_bound(self) -> float:
@@ -106,7 +106,6 @@ class LayerDemand:
 
 def layer_demands(manifest: dict, model: Model, data: Vectors) -> list[LayerDemand]:
     """Per layer of the design `manifest` describes (model `model`), its demand on the vectors `data`."""
-    ports = {port["port"]: port for port in manifest["rtl"]["ports"]}
     demands = []
     for layer, x in zip(model.layers, data.layer_inputs()):
         pes = layer.schedule.pes
@@ -115,9 +114,9 @@ def layer_demands(manifest: dict, model: Model, data: Vectors) -> list[LayerDema
         macs = float((active * np.diff(weights.indptr)).sum()) / len(x)
         offchip = per_cycle = 0.0
         if layer.schedule.mode == "sequential":
-            port = ports[model.schedule.sequential_stages.index(layer.schedule.stage)]
-            beat_bytes = port["data_bits"] // 8  # P off-chip slots
-            per_cycle = min(beat_bytes, port["bytes_per_cycle"])
+            channels = [port for port in manifest["rtl"]["ports"] if port["stage"] == layer.schedule.stage]
+            beat_bytes = sum(port["data_bits"] for port in channels) // 8  # P off-chip slots, a share on each
+            per_cycle = min(beat_bytes, sum(port["bytes_per_cycle"] for port in channels))
             offchip = float((active * beats_per_row(weights, pes)).sum()) / len(x) * beat_bytes
         demands.append(LayerDemand(macs, offchip, per_cycle))
     return demands

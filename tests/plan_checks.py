@@ -13,6 +13,8 @@ import subprocess
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
+
 from fpgagen.design import board_from_manifest, model_from_manifest
 from fpgagen.engine import EnginePlan, StagePlan, plan_engine
 from fpgagen.engine.geometry import (
@@ -68,7 +70,33 @@ def check_design_follows_plan(outdir: Path, model: Model | None = None) -> Engin
     check_manifest_records_the_plan(manifest, plan)
     check_rtl_follows_the_plan(Path(outdir) / "rtl", plan)
     check_hls_follows_the_plan(Path(outdir) / "hls", plan)
+    check_images_stripe_the_beats(Path(outdir), plan)
     return plan
+
+
+def check_images_stripe_the_beats(outdir: Path, plan: EnginePlan) -> None:
+    """Each channel c of C of a sequential stage holds, in its own image file, the slots of PEs
+    c * P / C .. (c + 1) * P / C - 1 of every row's beats, at the layer's base plus the row's start
+    in beats of its port, and that share of every beat of the load phase's tables from its start."""
+    for stage in plan.sequential:
+        shape = stage.sequential_shape
+        images = [(outdir / plan.interface.ports[port].image).read_bytes() for port in stage.ports]
+        share, width = stage.pes // stage.channels, shape.slot.width
+        assert len({len(image) for image in images}) == 1, f"stage {stage.index}: images of unequal length"
+        tables = np.frombuffer(stage.table_words.tobytes(), dtype=np.uint8).reshape(
+            -1, shape.channels, shape.port_bytes
+        )
+        for channel, image in enumerate(images):
+            assert image[: tables.shape[0] * shape.port_bytes] == tables[:, channel].tobytes()
+        for layer in stage.layers:
+            slots = layer.layout.slot_words(shape.slot)  # (beats, P)
+            for channel, image in enumerate(images):
+                held = np.frombuffer(
+                    image, dtype=f"<u{width // 8}", count=len(slots) * share, offset=layer.offchip_base
+                )
+                expected = slots[:, channel * share : (channel + 1) * share].reshape(-1)
+                assert np.array_equal(held, expected), f"stage {stage.index} channel {channel}: {layer.name}'s beats"
+        assert all(len(image) == stage.image_beats * shape.port_bytes for image in images)
 
 
 def _listing(memories) -> list[tuple]:
@@ -414,7 +442,7 @@ _RTL_MEMORIES = [
     (r"u_stage(\d+)\.g_sparse\.g_group\[\d+\]\.u_words\.mem", "stage", "drained words"),
     (r"u_stage(\d+)\.g_serialize\.u_words\.mem", "stage", "drained words"),
     (r"u_stage(\d+)\.u_desc\.mem", "stage", "descriptors"),
-    (r"u_stage(\d+)\.u_requests\.mem", "stage", "row requests"),
+    (r"u_stage(\d+)\.g_channel\[\d+\]\.u_requests\.mem", "stage", "row requests"),  # one per channel
     (r"u_stage(\d+)\.u_acts\.mem", "stage", "waiting activations"),
     (r"u_stage(\d+)\.g_loop_back\.u_loop\.mem", "stage", "loop-back items"),
 ]

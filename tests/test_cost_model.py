@@ -34,6 +34,8 @@ from fpgagen.schedule import cost_model
 from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.boards import load_board
 from fpgagen.schedule.cost_model import (
+    CHANNEL_FF,
+    CHANNEL_LUT,
     L_COMPUTE,
     L_DRAIN,
     L_LOOKUP,
@@ -162,6 +164,35 @@ def test_a_sequential_layer_waits_for_whichever_of_compute_bandwidth_and_latency
     fast = hand_cost().cycles(0, 2, SEQUENTIAL)
     assert fast.bound == "compute"
     assert fast.compute == pytest.approx((3 + 2) / 2 + L_COMPUTE + L_MEMORY)
+
+
+def test_striped_channels_share_the_beats_and_cost_a_reader_each():
+    # the slow board's 4 bytes a cycle, an 8-byte beat of 2 32-bit slots: two channels bring a beat
+    # in a cycle instead of two
+    slow_board = replace(BOARD, channel_gbps=0.8)
+    cost = hand_cost(slow_board)
+    one = cost.cycles(0, 2, SEQUENTIAL, slot_width=32)
+    two = cost.cycles(0, 2, SEQUENTIAL, slot_width=32, channels=2)
+    assert two.bound == "compute"
+    assert one.compute - two.compute == pytest.approx((6 + 4) / 2 - (3 + 2) / 2)
+    # the counts worth building: a channel's port at most 512 bits, up to the first count whose
+    # channels deliver a beat a cycle, at most the board's channels and the stage's PEs
+    assert cost.stripes(8, 2) == [1, 2]
+    assert cost.stripes(4, 2) == [1]
+    assert hand_cost(replace(BOARD, channel_gbps=0.1)).stripes(8, 2) == [1, 2]  # no more than P
+    assert hand_cost(replace(BOARD, channels=1)).stripes(128, 32) == []  # 1024 bits need two ports
+    assert cost.stripes(128, 32) == [2, 4]
+    # a second channel: its request FIFO, its reader and addresses (measured by bench_resources);
+    # the stage's 4-byte beats of 16-bit slots, at 2 bytes a cycle a channel, come twice as fast
+    slower = hand_cost(replace(BOARD, channel_gbps=0.4))
+    single, striped = (slower.sequential(0, 1, 2, channels) for channels in (1, 2))
+    assert striped.stage.channels == 2
+    requests = [m for m in slower.sequential_memories(0, 1, 2, 2) if m.role == "row requests"]
+    assert [m.count for m in requests] == [2]
+    request_luts = price(replace(requests[0], count=1)).lut
+    assert striped.resources.lut - single.resources.lut == CHANNEL_LUT + request_luts
+    assert striped.resources.ff - single.resources.ff == CHANNEL_FF
+    assert striped.interval < single.interval
 
 
 def test_a_sequential_pass_that_reads_nothing_only_looks_its_end_item_up():

@@ -70,27 +70,27 @@ def test_the_offchip_memory_answers_late_and_every_pass_waits_for_it(tmp_path, r
     pass's first read waits that long (its rows come from the pass before), the outputs stay
     bit-exact."""
     require("icarus")
-    outdir = mlp_design("sequential_only", tmp_path / "design", count=4)
-    assert [port["memory_latency"] for port in read_manifest(outdir)["rtl"]["ports"]] == [MEMORY_LATENCY]
+    outdir = mlp_design("sequential_only", tmp_path / "design", count=4)  # its beats striped over 2 channels
+    assert [port["memory_latency"] for port in read_manifest(outdir)["rtl"]["ports"]] == [MEMORY_LATENCY] * 2
     cycles = {}
     for latency in (0, 400):
         result = run_cli("sim", outdir, "--simulator", "icarus", "--memory-latency", latency)
         assert result.exit_code == 0, result.stderr
         results = json.loads((outdir / "sim_results.json").read_text())
-        assert results["passed"] is True and results["memory_latency"] == [latency]
+        assert results["passed"] is True and results["memory_latency"] == [latency] * 2
         cycles[latency] = results["total_cycles"]
     passes = 4 * 2  # 4 vectors through the stage's 2 layers
     # about the latency once a pass (a few cycles of a pass's start overlap it), not once a read:
     # the reader keeps many bursts in flight
     assert 0.9 * passes * 400 <= cycles[400] - cycles[0] <= 1.2 * passes * 400
-    # The channel carried the load phase's tables once and the beats of every nonzero input's row,
-    # nothing more (bench/bench_rtl.py's channel use rests on this).
+    # Each channel carried its share of the load phase's tables once and of the beats of every
+    # nonzero input's row, nothing more (bench/bench_rtl.py's channel use rests on this).
     plan = check_design_follows_plan(outdir, mlp_model("sequential_only"))
     layouts = [layer.layout for stage in plan.stages for layer in stage.layers]
     inputs = read_vectors(outdir / "vectors").layer_inputs()
     rows = sum(int(((x != 0).astype(np.int64) @ layout.row_beats).sum()) for layout, x in zip(layouts, inputs))
-    (port,) = read_manifest(outdir)["rtl"]["ports"]
-    assert results["memory_beats"] == [port["load_beats"] + rows]
+    ports = read_manifest(outdir)["rtl"]["ports"]
+    assert results["memory_beats"] == [port["load_beats"] + rows for port in ports]
 
 
 def test_corrupted_load_image_is_reported(tmp_path, run_cli):
@@ -154,22 +154,27 @@ def test_every_batch_loads_its_tables_from_its_own_images(simulator, tmp_path, r
 
 @pytest.mark.parametrize("part", ["weights", "bias"])
 def test_corrupted_offchip_image_is_reported(part, tmp_path, run_cli):
-    """The weights and the tables the load phase fills both come from the image."""
+    """The weights and the tables the load phase fills both come from the images (the stage's beats
+    are striped over two channels: the second channel's image, PEs 8..15 and the tables' second half
+    of every beat)."""
     require("icarus")
     outdir = mlp_design("sequential_only", tmp_path / "design", count=6)
-    image = outdir / "weights0.bin"
+    image = outdir / "weights1.bin"
     data = bytearray(image.read_bytes())
     stage = plan_engine(mlp_model("sequential_only"), load_board("u280")).stages[0]
+    shape = stage.sequential_shape
     if part == "weights":
         # A high bit of the first weight: its lowest bit may round away before any output.
-        slot = stage.sequential_shape.slot
+        slot = shape.slot
         slots = np.frombuffer(data, dtype=f"<u{slot.width // 8}", offset=stage.layers[0].offchip_base)
         first = np.flatnonzero(slots >> (slot.width - 1))[0]
         slots[first] ^= 1 << (slot.weight_bits - 2)
     else:
-        # The first output's bias (the low word of its value), moved by 2^24 in the sums' scale.
+        # The low word of a bias value, moved by 2^24 in the sums' scale: the first bias row's first
+        # word on channel 1 (the bias rows follow the row table, P values a row, whole 32-bit words
+        # each; a beat's second half is on channel 1).
         words = np.frombuffer(data, dtype="<u4")
-        words[stage.sequential_shape.row_table_beats * stage.pes] ^= 1 << 24
+        words[shape.row_table_beats * stage.pes // 2] ^= 1 << 24
     image.write_bytes(data)
     result = run_cli("sim", outdir, "--simulator", "icarus")
     assert result.exit_code == 1

@@ -123,8 +123,9 @@ def _table(estimate: DesignEstimate, title: str) -> Table:
         if stage.mode == SEQUENTIAL:
             own = sum((layer.resources for layer in layers), Resources())
             shared = Resources(*(a - b for a, b in zip(stage.resources.as_tuple(), own.as_tuple())))
+            mode = f"seq/{stage.channels}ch"  # the memory channels its beats are striped over
             table.add_row(
-                f"(engine {stage.index})", "seq", str(stage.pes), str(stage.index), "", "", "", *_counts(shared)
+                f"(engine {stage.index})", mode, str(stage.pes), str(stage.index), "", "", "", *_counts(shared)
             )
     table.add_section()
     table.add_row("reader", "", str(estimate.reader.lanes), *blank[:4], *_counts(estimate.reader.resources))

@@ -88,7 +88,7 @@ STAGE_LUT, STAGE_FF = 0, 129  # the fit puts a stage's LUTs into its units
 # Each memory channel of a sequential stage beyond its first: an AXI reader, and the channel's
 # own weight, request and load addresses (64-bit adders and registers). Not fitted: the difference
 # Yosys measures between the same stage on one and on two channels (bench_resources.py, "channel").
-CHANNEL_LUT, CHANNEL_FF = 0, 0
+CHANNEL_LUT, CHANNEL_FF = 379, 510
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, UNIT_LUT, STAGE_LUT)
 FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, UNIT_FF, STAGE_FF)

@@ -648,21 +648,21 @@ typename Cfg::beat_t joined_beat(hls::stream<typename Cfg::port_t> (&shares)[Cfg
 
 // The load phase's reads on one channel: the first LOAD_BEATS beats of its image, in one burst.
 template <class Cfg>
-void seq_read_tables(const typename Cfg::port_t* image, hls::stream<typename Cfg::port_t>& shares) {
+void seq_read_tables(const typename Cfg::port_t* weights, hls::stream<typename Cfg::port_t>& shares) {
     for (int t = 0; t < Cfg::LOAD_BEATS; ++t) {
 #pragma HLS PIPELINE II=1
-        shares.write(image[t]);
+        shares.write(weights[t]);
     }
 }
 
 // A beat of the load phase's tables: TABLE_PARTS beats, the first lowest.
 template <class Cfg>
-ap_uint<32 * Cfg::PES> table_beat(hls::stream<typename Cfg::port_t> (&image)[Cfg::CHANNELS]) {
+ap_uint<32 * Cfg::PES> table_beat(hls::stream<typename Cfg::port_t> (&shares)[Cfg::CHANNELS]) {
 #pragma HLS INLINE
     ap_uint<32 * Cfg::PES> beat = 0;
     for (int part = 0; part < Cfg::TABLE_PARTS; ++part) {
 #pragma HLS UNROLL
-        place(beat, Cfg::beat_t::width * part, joined_beat<Cfg>(image));
+        place(beat, Cfg::beat_t::width * part, joined_beat<Cfg>(shares));
     }
     return beat;
 }
@@ -672,12 +672,12 @@ ap_uint<32 * Cfg::PES> table_beat(hls::stream<typename Cfg::port_t> (&image)[Cfg
 // field, P to a beat; then the bias rows, each of P values in BIAS_WORDS 32-bit words, low first.
 // Those beats of the tables are TABLE_PARTS beats each, every beat a share from each channel.
 template <class Cfg>
-void load_tables(hls::stream<typename Cfg::port_t> (&image)[Cfg::CHANNELS]) {
+void load_tables(hls::stream<typename Cfg::port_t> (&shares)[Cfg::CHANNELS]) {
     const int VALUE = 32 * Cfg::BIAS_WORDS;
     int row = 0;
     // fpgagen: not hot: once per batch, one beat of entries per iteration
     for (int t = 0; t < Cfg::ROW_TABLE_BEATS; ++t) {
-        const ap_uint<32 * Cfg::PES> beat = table_beat<Cfg>(image);
+        const ap_uint<32 * Cfg::PES> beat = table_beat<Cfg>(shares);
         for (int q = 0; q < Cfg::PES; ++q) {
 #pragma HLS PIPELINE II=1
             if (row < Cfg::ROWS) {
@@ -696,7 +696,7 @@ void load_tables(hls::stream<typename Cfg::port_t> (&image)[Cfg::CHANNELS]) {
 #pragma HLS ARRAY_PARTITION variable=value type=complete dim=1
     for (int u = 0; u < Cfg::BIAS_ROWS * ROW_BEATS; ++u) {
 #pragma HLS PIPELINE II=1
-        const typename Cfg::beat_t beat = joined_beat<Cfg>(image);
+        const typename Cfg::beat_t beat = joined_beat<Cfg>(shares);
         const int b = u % ROW_BEATS;  // the row's b-th beat
         for (int k = 0; k < BYTES; ++k) {
 #pragma HLS UNROLL
