@@ -221,10 +221,12 @@ def _encoding(encoding: dict) -> str:
 
 def _stages(data: ReportData) -> list[dict]:
     slowest = max(data.intervals, key=lambda s: s.measured if s.measured is not None else s.estimated, default=None)
+    channels = [stage["channels"] for stage in data.manifest["schedule"]["stages"]]
     return [
         {
             "index": stage.index,
-            "mode": stage.mode,
+            # a sequential stage striped over several memory channels says how many
+            "mode": stage.mode + (f", {channels[stage.index]} channels" if channels[stage.index] > 1 else ""),
             "pes": stage.pes,
             "layers": ", ".join(stage.layers),
             "estimated": _fmt(stage.estimated, ",.0f"),
