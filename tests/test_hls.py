@@ -359,16 +359,20 @@ def test_csim_with_vendor_headers_is_bit_exact(tmp_path, monkeypatch):
 
     # the dataflow layer's weights share three values (a codebook) and its biases one (its bias
     # table is one row of constants); its weights are in UltraRAM, filled by the load phase from
-    # the load port weights1 (the vendor's ap_uint unpacks the load image's rows)
+    # the load port weights2 (the vendor's ap_uint unpacks the load image's rows); the sequential
+    # stage's 64-bit beats are striped over two 32-bit ports, weights0 and weights1, which the
+    # vendor's ap_uint joins
     model = pruned_mlp("vendor", [21, 34, 9], [RELU, NONE], seed=3, density=0.5, shared=((-0.5, 0.25, 0.75),))
     model = dataclasses.replace(
         model, layers=(dataclasses.replace(model.layers[0], bias=np.full(34, 0.25)), model.layers[1])
     )
-    design = scheduled(model, "w16a16", (df(0, 4, weights="uram"), seq((1,), 2)), 4, np.ones((1, 21)))
+    design = scheduled(model, "w16a16", (df(0, 4, weights="uram"), seq((1,), 2, channels=2)), 4, np.ones((1, 21)))
     outdir = compile_design(design, tmp_path / "vendor", default_inputs(design, 8, seed=4))
-    first = check_design_follows_plan(outdir, design).stages[0]
+    plan = check_design_follows_plan(outdir, design)
+    first = plan.stages[0]
     assert first.memory("bias").kind == "constant" and first.loaded
     assert first.encoding.codebook == (-16384, 8192, 24576)  # w16: 15 fraction bits
+    assert [(port.stage, port.data_bits) for port in plan.interface.ports] == [(1, 32), (1, 32), (None, 32)]
     shutil.rmtree(outdir / "hls" / "shim")  # only the vendor's headers can make this build
     assert_bit_exact(outdir)
 
