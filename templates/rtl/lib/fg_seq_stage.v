@@ -6,7 +6,9 @@
 //
 // A pass: activations (from the stage's input channel for its first layer, from its own
 // loop-back FIFO after) -> row lookup -> a read request per row with beats and the row's
-// activation in a queue -> AXI reader -> each returning beat meets its activation and its valid
+// activation in a queue -> an AXI reader per memory channel (CHANNELS of them, each bringing its
+// share of every beat: docs/engine.md, "Striped channels") -> each beat, once every channel holds
+// its share, meets its activation and its valid
 // slots go into the PEs' FIFOs -> when every beat is in, an end entry at every PE -> when every PE
 // is done, the drain: requantize with the layer's parameters, and serialize the nonzero outputs
 // into the loop-back FIFO, the output channel, or dense beats for the model's last layer. Passes
