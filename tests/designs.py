@@ -111,13 +111,13 @@ MLPS = {
     "sequential_first": ([257, 33, 65, 17], [RELU, FLOOR, NONE], "w8a16", (seq((0, 1), 2), df(2, 8, 2)), 16),
     # 4-bit weights and 8-bit activations: accumulators narrower than a product, in both modes; the
     # first layer's weights share three values (a 2-bit codebook index); the sequential stage's 32
-    # PEs take 8-bit off-chip slots, 256-bit beats striped over four 64-bit ports, a beat of its
+    # PEs take 8-bit off-chip slots, 256-bit beats striped over two 128-bit ports, a beat of its
     # tables in 4 beats
     "narrow_w4a8": (
         [48, 70, 20, 6],
         [RELU, CLIP, NONE],
         "w4a8",
-        (df(0, 8), seq((1,), 32, channels=4), df(2, 2)),
+        (df(0, 8), seq((1,), 32, channels=2), df(2, 2)),
         16,
         ((-0.5, 0.25, 0.75),),
     ),

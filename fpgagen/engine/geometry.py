@@ -64,10 +64,12 @@ OFFCHIP_SLOT_WIDTHS = (8, 16, 32)
 # sequential stage of 16-bit slots may have 32 PEs on one channel.
 MAX_PORT_BITS = 512
 # Memory channels a sequential stage's beats may be striped over (docs/engine.md, "Striped
-# channels"): each channel holds a share of every beat, PEs c*P/C .. (c+1)*P/C-1 of channel c. At
-# most 4: one U280 HBM pseudo channel delivers 0.75 of a 512-bit beat a cycle at 300 MHz, so 4 keep
-# the widest beat the engine builds (P = 32, 32-bit slots, 1024 bits) busy.
-STRIPES = (1, 2, 4)
+# channels"): each channel holds a share of every beat, PEs c*P/C .. (c+1)*P/C-1 of channel c. Two
+# keep a 512-bit beat busy (one U280 HBM pseudo channel delivers 0.75 of it a cycle at 300 MHz) and
+# carry the widest the engine builds (P = 32, 32-bit slots, 1024 bits) at 0.75. Not four: joining
+# four channels' valid flags with the stage's readiness, and a 64-bit port's page arithmetic, made
+# 7 LUT levels (Yosys, the test MLP narrow_w4a8 on four 64-bit ports), above the engine's 6.
+STRIPES = (1, 2)
 
 MIN_ACC_BITS = 2  # a layer whose sums are all tiny still gets a sign bit and a magnitude bit
 UNITS = (1, 2, 4)  # issue units of a dataflow stage: a block RAM port each, two per copy of its ROMs

@@ -1,7 +1,8 @@
 // AXI4 read master for weight rows (docs/engine.md, "Sequential stages"): each request (byte
 // address, beats) becomes INCR bursts that never cross a 4 KB boundary or exceed 256 beats. The
 // first burst of a request is sized one stage ahead, so requests of one burst go out back to
-// back; a request that needs more bursts sizes each next one in a cycle of its own. Whether a
+// back; a request that needs more bursts sizes each next one in two cycles of its own (the room
+// left in its page, then the burst: one cycle took 7 LUT levels on a 64-bit port). Whether a
 // burst is its request's last is registered with it, so taking the next request waits on no
 // comparison. Reads stay in order (one ID); at most MAX_BURSTS are in flight. Read data goes
 // straight to the consumer.
@@ -41,20 +42,20 @@ module fg_axi_reader #(
     endfunction
     /* verilator lint_on UNUSEDSIGNAL */
 
-    // The first burst of a beats-long read at `address`: at most 256 beats, not across 4 KB.
-    function automatic [BURST_W-1:0] first_burst(input [63:0] address, input [LW-1:0] beats);
+    // A burst of at most `beats`, 256 and the `room` left in its page.
+    function automatic [BURST_W-1:0] sized(input [12:0] room_left, input [LW-1:0] beats);
         reg [31:0] wanted;
         begin
             wanted = {{(32 - LW){1'b0}}, beats};
-            if (wanted > {19'd0, page_beats(address)}) wanted = {19'd0, page_beats(address)};
+            if (wanted > {19'd0, room_left}) wanted = {19'd0, room_left};
             if (wanted > 32'd256) wanted = 32'd256;
-            first_burst = wanted[BURST_W-1:0];
+            sized = wanted[BURST_W-1:0];
         end
     endfunction
 
-    // Whether that first burst is the whole read.
-    function automatic fits(input [63:0] address, input [LW-1:0] beats);
-        fits = {{(32 - LW){1'b0}}, beats} <= {19'd0, page_beats(address)} && beats <= 256;
+    // The first burst of a beats-long read at `address`: at most 256 beats, not across 4 KB.
+    function automatic [BURST_W-1:0] first_burst(input [63:0] address, input [LW-1:0] beats);
+        first_burst = sized(page_beats(address), beats);
     endfunction
 
     // A: the request at the head, its first burst sized
@@ -64,9 +65,14 @@ module fg_axi_reader #(
     reg [BURST_W-1:0] a_len;
     // B: the burst on the AR channel (or, with `resize`, the rest of a request being sized)
     reg b_valid, resize, b_last;            // b_last: the burst is its request's last
+    reg measured;                           // resizing: `room` holds the beats left in b_addr's page
+    reg [12:0] room;
     reg [63:0] b_addr;
     reg [LW-1:0] b_left;
     reg [BURST_W-1:0] b_len;
+    always @(posedge clk) measured <= resize && !measured;  // the first cycle of a resize measures
+    // b_addr is still in a resize's first cycle, so `room` is its page's in the second
+    always @(posedge clk) room <= page_beats(b_addr);
     reg [FW-1:0] inflight;
     reg can_issue;                          // fewer than MAX_BURSTS - 1 in flight, registered
 
@@ -101,7 +107,7 @@ module fg_axi_reader #(
                 b_valid <= 1'b0;
             end else if (ar_fire) begin
                 resize <= 1'b1;
-            end else if (resize) begin
+            end else if (resize && measured) begin
                 resize <= 1'b0;
             end
             if (ar_fire && !r_end) inflight <= inflight + 1'b1;
@@ -121,9 +127,9 @@ module fg_axi_reader #(
         end else if (ar_fire) begin
             b_addr <= b_addr + ({55'd0, b_len} << SIZE);
             b_left <= b_left - {{(LW-BURST_W){1'b0}}, b_len};
-        end else if (resize) begin
-            b_len <= first_burst(b_addr, b_left);
-            b_last <= fits(b_addr, b_left);
+        end else if (resize && measured) begin
+            b_len <= sized(room, b_left);
+            b_last <= {{(32 - LW){1'b0}}, b_left} <= {19'd0, room} && b_left <= 256;
         end
     end
 endmodule

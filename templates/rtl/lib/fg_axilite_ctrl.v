@@ -2,7 +2,11 @@
 // (ap_ctrl_hs): 0x00 control (bit 0 ap_start, 1 ap_done (clear on read), 2 ap_idle, 3 ap_ready
 // (clear on read), 7 auto_restart, 9 interrupt), 0x04 global interrupt enable, 0x08 interrupt
 // enable (bit 0 done, bit 1 ready), 0x0c interrupt status (toggle on write), then the arguments:
-// N_WORDS 32-bit registers at the byte addresses packed in ARG_ADDRS (16 bits each).
+// N_WORDS 32-bit registers at the byte addresses packed in ARG_ADDRS (16 bits each). A read takes
+// three cycles (AXI4-Lite lets RVALID come any time after the address): the address is registered,
+// then which register it names (one flag each), then the word, an AND-OR of the flagged registers,
+// so that no path both decodes an address and selects among many words (a design with many memory
+// ports has a dozen or more argument words: 7 LUT levels when done in one cycle).
 module fg_axilite_ctrl #(
     parameter integer ADDR_W = 6,
     parameter integer N_WORDS = 1,
@@ -48,26 +52,30 @@ module fg_axilite_ctrl #(
     reg gie;
     reg [1:0] ier;
     reg [1:0] isr;
+    reg [1:0] read_step;                // 0: ready for an address; 1: its address held; 2: its flags held
+    reg [ADDR_W-1:0] raddr;
+    reg [N_WORDS-1:0] pick;             // the argument word the read names
+    reg [3:0] pick_ctrl;                // or the control register 0x00, 0x04, 0x08, 0x0c
 
     assign awready = !have_addr && !bvalid;
     assign wready = !have_data && !bvalid;
     assign bresp = 2'b00;
     assign rresp = 2'b00;
-    assign arready = !rvalid;
+    assign arready = !rvalid && read_step == 2'd0;
     assign interrupt = gie && (isr != 2'b00);
 
     wire write_now = have_addr && have_data && !bvalid;
     wire [31:0] strobe = {{8{wmask[3]}}, {8{wmask[2]}}, {8{wmask[1]}}, {8{wmask[0]}}};
-    wire read_now = arvalid && arready;
     wire [15:0] waddr16 = {{(16 - ADDR_W){1'b0}}, waddr};
-    wire [15:0] raddr16 = {{(16 - ADDR_W){1'b0}}, araddr};
-    wire read_ctrl = read_now && raddr16 == 16'h0000;
+    wire [15:0] raddr16 = {{(16 - ADDR_W){1'b0}}, raddr};
+    wire read_ctrl = read_step == 2'd2 && pick_ctrl[0];  // ap_done and ap_ready clear as they are read
 
     genvar g;
     generate
         for (g = 0; g < N_WORDS; g = g + 1) begin : g_args
             localparam [15:0] AT = ARG_ADDRS[16*g +: 16];
             assign args[32*g +: 32] = words[g];
+            always @(posedge clk) if (read_step == 2'd1) pick[g] <= raddr == AT[ADDR_W-1:0];
             always @(posedge clk) begin
                 if (rst) words[g] <= 32'd0;
                 else if (write_now && waddr == AT[ADDR_W-1:0])
@@ -76,13 +84,14 @@ module fg_axilite_ctrl #(
         end
     endgenerate
 
-    reg [31:0] arg_read;
+    wire [31:0] ctrl_word = {22'd0, interrupt, 1'b0, auto_restart, 3'd0,
+                             ready_seen || ap_ready, ap_idle, done_seen || ap_done, ap_start};
+    reg [31:0] picked;                  // the flagged register's word (no flag: 0)
     integer k;
     always @(*) begin
-        arg_read = 32'd0;
-        for (k = 0; k < N_WORDS; k = k + 1) begin
-            if (araddr == ARG_ADDRS[16*k +: ADDR_W]) arg_read = words[k];
-        end
+        picked = ({32{pick_ctrl[0]}} & ctrl_word) | ({32{pick_ctrl[1]}} & {31'd0, gie})
+               | ({32{pick_ctrl[2]}} & {30'd0, ier}) | ({32{pick_ctrl[3]}} & {30'd0, isr});
+        for (k = 0; k < N_WORDS; k = k + 1) picked = picked | ({32{pick[k]}} & words[k]);
     end
 
     always @(posedge clk) begin
@@ -91,6 +100,7 @@ module fg_axilite_ctrl #(
             have_data <= 1'b0;
             bvalid <= 1'b0;
             rvalid <= 1'b0;
+            read_step <= 2'd0;
             ap_start <= 1'b0;
             done_seen <= 1'b0;
             ready_seen <= 1'b0;
@@ -137,16 +147,16 @@ module fg_axilite_ctrl #(
                 endcase
             end
 
-            if (read_now) begin
+            if (arvalid && arready) begin
+                raddr <= araddr;
+                read_step <= 2'd1;
+            end else if (read_step == 2'd1) begin
+                pick_ctrl <= {raddr16 == 16'h000c, raddr16 == 16'h0008, raddr16 == 16'h0004, raddr16 == 16'h0000};
+                read_step <= 2'd2;
+            end else if (read_step == 2'd2) begin
+                rdata <= picked;
                 rvalid <= 1'b1;
-                case (raddr16)
-                    16'h0000: rdata <= {22'd0, interrupt, 1'b0, auto_restart, 3'd0,
-                                     ready_seen || ap_ready, ap_idle, done_seen || ap_done, ap_start};
-                    16'h0004: rdata <= {31'd0, gie};
-                    16'h0008: rdata <= {30'd0, ier};
-                    16'h000c: rdata <= {30'd0, isr};
-                    default: rdata <= arg_read;
-                endcase
+                read_step <= 2'd0;
             end else if (rvalid && rready) begin
                 rvalid <= 1'b0;
             end
