@@ -377,6 +377,12 @@ def dataflow_memories(
     ]
 
 
+def stripable(beat_bytes: int, pes: int, channels: int) -> bool:
+    """Whether beats of `beat_bytes` over P slots can be striped over `channels`: a count of
+    STRIPES, at most P (a channel holds whole slots), each channel's port at most MAX_PORT_BITS."""
+    return channels in STRIPES and channels <= pes and 8 * beat_bytes <= channels * MAX_PORT_BITS
+
+
 @dataclass(frozen=True)
 class SequentialShape:
     """A sequential stage running a run of layers on P PEs: what its shared tables and engine are
@@ -496,15 +502,10 @@ class SequentialShape:
 
     @property
     def buildable(self) -> bool:
-        """Whether its slots are one of OFFCHIP_SLOT_WIDTHS, its channels one of STRIPES and at
-        most its PEs (a channel holds whole slots), and each channel's port at most MAX_PORT_BITS.
-        A longer run of layers never is when a shorter one is not: its slots only widen."""
-        return (
-            self.slot.width <= OFFCHIP_SLOT_WIDTHS[-1]
-            and self.channels in STRIPES
-            and self.channels <= self.pes
-            and 8 * self.port_bytes <= MAX_PORT_BITS
-        )
+        """Whether its slots are one of OFFCHIP_SLOT_WIDTHS and its beats can be striped over its
+        channels (`stripable`). A longer run of layers never is when a shorter one is not: its slots
+        only widen."""
+        return self.slot.width <= OFFCHIP_SLOT_WIDTHS[-1] and stripable(self.beat_bytes, self.pes, self.channels)
 
     @property
     def table_parts(self) -> int:

@@ -146,9 +146,7 @@ class StagePlan:
     loop: Channel | None  # a sequential stage's loop-back items
     loop_depth: int  # ... and its FIFO's depth: a whole vector (0 without loop-back)
     port: int | None  # k of the first AXI4 master weights<k> of a sequential stage
-    channels: (
-        int  # a sequential stage's AXI4 masters, weights<port> .. weights<port + channels - 1> (1 for a dataflow stage)
-    )
+    channels: int  # its AXI4 masters, weights<port> onwards (1 for a dataflow stage)
     loaded: bool  # a dataflow stage whose weights are in UltraRAM: the load phase fills them
     acc_bits: int  # the drain's sums: bias, rounding and the scaled accumulator
     sum_bits: int  # the accumulators' width

@@ -21,7 +21,6 @@ import numpy as np
 from ..engine.encoding import Encoding, encoding_of
 from ..engine.geometry import (
     MAX_BURSTS,
-    MAX_PORT_BITS,
     MEMORY_LATENCY,
     OFFCHIP_SLOT_WIDTHS,
     PE_FIFO_DEPTH,
@@ -39,6 +38,7 @@ from ..engine.geometry import (
     offchip_slot,
     reader_memories,
     sequential_memories,
+    stripable,
     sum_bits,
 )
 from ..engine.memory import BRAM as BLOCK_RAM
@@ -685,9 +685,9 @@ class CostModel:
         more would only take channels from other stages), within the board's channels."""
         counts = []
         for channels in STRIPES:
-            if channels > max(1, self.board.channels) or channels > pes:
+            if channels > max(1, self.board.channels):
                 break
-            if 8 * beat_bytes > channels * MAX_PORT_BITS:
+            if not stripable(beat_bytes, pes, channels):
                 continue
             counts.append(channels)
             if channels * self.board.bytes_per_cycle >= beat_bytes:
