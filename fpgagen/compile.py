@@ -100,7 +100,9 @@ def write_design(
         inputs = ChosenInputs(np.asarray(inputs), "inputs given to write_design")
     if model.schedule.estimate is None:
         cost = CostModel(model, board, Activity.from_calibration(model, inputs.x))
-        estimate = cost.estimate(model.schedule.stages, DEFAULT_BATCH, model.schedule.in_lanes)
+        estimate = cost.estimate(
+            model.schedule.stages, DEFAULT_BATCH, model.schedule.in_lanes, model.schedule.deep_channels
+        )
         model = replace(model, schedule=replace(model.schedule, estimate=estimate))
     step("planning the engine")
     plan = plan_engine(model, board)

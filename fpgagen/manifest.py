@@ -22,7 +22,7 @@ from .engine import EnginePlan
 from .errors import FpgagenError
 from .ir import Model
 
-SCHEMA = "fpgagen.manifest/4"
+SCHEMA = "fpgagen.manifest/5"
 SCHEMA_FAMILY = "fpgagen.manifest/"  # every version: a folder holding any of them is an earlier design
 NAME = "manifest.json"
 
@@ -90,6 +90,7 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None, nu
             "policy": schedule.policy,
             "objective": schedule.objective,
             "in_lanes": schedule.in_lanes,
+            "deep_channels": schedule.deep_channels,
             "stages": [
                 {
                     "mode": s.mode,

@@ -21,6 +21,7 @@ from fpgagen.engine.geometry import (
     ACTIVATION_DEPTH,
     CHANNEL_DEPTH,
     CHANNEL_SLACK,
+    DEEP_CHANNEL_DEPTH,
     DRAIN_SLACK,
     ITEM_FIFO_DEPTH,
     MAX_BURSTS,
@@ -107,13 +108,14 @@ def check_cost_model_prices_the_plan(plan: EnginePlan) -> None:
     """The cost model sees the same memories and logic as the plan, for the placement the design
     really has."""
     cost = CostModel(plan.model, plan.board, Activity.uniform(plan.model), relabel=False)  # as the model stands
-    assert _listing(cost.reader_memories(plan.in_lanes)) == _listing(plan.reader_memories)
+    deep = plan.model.schedule.deep_channels
+    assert _listing(cost.reader_memories(plan.in_lanes, deep)) == _listing(plan.reader_memories)
     for stage in plan.stages:
         first, last = stage.layers[0].index, stage.layers[-1].index
         if stage.sequential:
-            priced = cost.sequential_memories(first, last, stage.pes, stage.channels)
+            priced = cost.sequential_memories(first, last, stage.pes, stage.channels, deep)
         else:
-            priced = cost.dataflow_memories(first, stage.pes, stage.units, stage.loaded)
+            priced = cost.dataflow_memories(first, stage.pes, stage.units, stage.loaded, deep)
         assert _listing(priced) == _listing(stage.memories), f"stage {stage.index}"
         schedule_stage = plan.model.schedule.stages[stage.index]
         assert cost.logic(schedule_stage) == stage.logic, f"stage {stage.index}"
@@ -198,15 +200,16 @@ def check_rtl_follows_the_plan(rtl: Path, plan: EnginePlan) -> None:
             if any(memory.role == role for memory in stage.memories):
                 kind = stage.memory(role).kind
                 assert found[parameter] == f'"{STYLES[kind]}"', f"stage {stage.index} {role}: {found[parameter]}"
-    # Channel k: `subs` FIFOs of CHANNEL_DEPTH items, of the kind its producer's plan chose.
+    # Channel k: `subs` FIFOs of the schedule's depth, of the kind its producer's plan chose.
+    depth = DEEP_CHANNEL_DEPTH if plan.model.schedule.deep_channels else CHANNEL_DEPTH
     producers = [plan.reader_memories, *(stage.memories for stage in plan.stages)]
     for k, (channel, memories) in enumerate(zip(plan.channels, producers)):
         (memory,) = [m for m in memories if m.role in ("input items", "output items")]
-        assert (memory.count, memory.width, memory.depth) == (channel.subs, channel.item_bits, CHANNEL_DEPTH)
+        assert (memory.count, memory.width, memory.depth) == (channel.subs, channel.item_bits, depth)
         fifo = re.search(rf"g_ch{k}\b.*?fg_fifo #\((?P<params>.*?)\)\s*u_fifo", core, re.DOTALL)
         params = dict(_PARAMETER.findall(fifo["params"]))
         assert (int(params["WIDTH"]), int(params["DEPTH"]), int(params["SLACK"]), params["STYLE"]) == (
-            channel.item_bits, CHANNEL_DEPTH, CHANNEL_SLACK, f'"{STYLES[memory.kind]}"'
+            channel.item_bits, depth, CHANNEL_SLACK, f'"{STYLES[memory.kind]}"'
         ), f"channel {k}"  # fmt: skip
         assert re.search(rf"for \(g{k} = 0; g{k} < {channel.subs};", core), f"channel {k}: {channel.subs} FIFOs"
     output = instances["u_out"]

@@ -27,6 +27,7 @@ from fpgagen.engine.geometry import (
 from fpgagen.engine.memory import BRAM as BLOCK_RAM
 from fpgagen.engine.memory import CONSTANT, LUTRAM, Memory
 from fpgagen.engine.memory import URAM as ULTRA_RAM
+from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, Activation, Layer, Model, Stage, sparse_weights
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.quantize import quantize
@@ -55,6 +56,7 @@ from fpgagen.schedule.cost_model import (
     price,
     total,
 )
+from fpgagen.schedule.scheduler import deepens
 from fpgagen.schedule.work import place
 
 # Row 0 feeds outputs 0, 2, 3; row 1 nothing; row 2 outputs 1 and 4. With P = 2 and output j on
@@ -504,6 +506,45 @@ def test_a_vector_slow_at_any_stage_holds_the_pipeline():
     # but the pipeline waits 10 on both
     held = [np.array([3.0]), np.array([10.0, 2.0]), np.array([2.0, 10.0])]
     assert CostModel.design_interval(held) == 10.0
+
+
+def test_deep_channels_let_stages_slow_on_different_vectors_overlap():
+    # the reader takes 1 cycle a vector, A is slow on the first two vectors, B on the last two
+    held = [np.ones(4), np.array([10.0, 2.0, 10.0, 2.0]), np.array([2.0, 10.0, 2.0, 10.0])]
+    # shallow: every vector waits for its slowest stage
+    assert CostModel.design_interval(held) == 10.0
+    # room for every vector in the channels: A finishes vectors at 11, 13, 23, 25 and B at 13,
+    # 23, 25, 35, (35 - 13) / 3 cycles a vector
+    assert CostModel.design_interval(held, [8, 8]) == pytest.approx(22 / 3)
+    # every vector alike: the slowest stage, whatever the channels
+    alike = [np.ones(4), np.full(4, 7.0), np.full(4, 3.0)]
+    assert CostModel.design_interval(alike) == CostModel.design_interval(alike, [8, 8]) == 7.0
+
+
+def test_a_full_channel_holds_its_producer():
+    held = [np.ones(4), np.array([2.0, 2.0, 10.0, 10.0]), np.array([10.0, 10.0, 2.0, 2.0])]
+    # room enough: A finishes at 3, 5, 15, 25 and B at 13, 23, 25, 27; at least the stages' mean
+    assert CostModel.design_interval(held, [8, 8]) == 6.0
+    # A may finish vector v only once B has finished v - 1: A at 3, 13, 23, 33, B at 13, 23, 25, 35
+    assert CostModel.design_interval(held, [8, 0]) == pytest.approx(22 / 3)
+
+
+def test_deep_channels_are_taken_when_they_fit_and_help():
+    images = draw_images(64, 16, np.random.default_rng(3)).toarray()
+    model = quantize(network(64, 3), parse_precision("w8a16"), images)
+    activity = Activity.from_calibration(model, images)
+    cost = CostModel(model, BOARD, activity)
+    stages = tuple(Stage(DATAFLOW, (index,), 4, BRAM, 2) for index in range(len(model.layers)))
+    shallow, deep = cost.estimate(stages, 8), cost.estimate(stages, 8, deep_channels=True)
+    assert deep.interval < shallow.interval and deep.bottleneck == shallow.bottleneck
+    # one RAMB18 (512 items of up to 36 bits) per sub-channel instead of a LUTRAM column
+    subs = [cost.reader_memories()[1].count] + [stage.units for stage in stages[:-1]]
+    assert deep.resources.bram - shallow.resources.bram == sum(math.ceil(n / 2) for n in subs)
+    assert deepens(cost, stages, 8)
+    no_room = replace(BOARD, bram36=BOARD.shell_bram36 + shallow.resources.bram)
+    assert not deepens(CostModel(model, no_room, activity), stages, 8)
+    # a density: one expected vector, nothing to overlap
+    assert not deepens(CostModel(model, BOARD, Activity.uniform(model, 0.5)), stages, 8)
 
 
 def test_a_loaded_table_goes_to_ultraram_when_large_and_the_board_has_it():

@@ -10,6 +10,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from ..engine.geometry import DEEP_CHANNEL_DEPTH
 from ..ir import SEQUENTIAL
 from ..prepare import FrontOptions, prepare
 from ..schedule.boards import builtin_boards, load_board
@@ -106,6 +107,11 @@ def schedule_command(
         f"({estimate.roofline.bound:,.0f} vectors/s)"
     )
     out.print(f"cycles assume {estimate.activity}")
+    if estimate.deep_channels:
+        out.print(
+            f"channels: deep ({DEEP_CHANNEL_DEPTH} items a sub-channel, in block RAM), so that stages slow "
+            f"on different vectors do not hold each other up (the slowest stage alone: {estimate.bottleneck:,.1f} cycles)"
+        )
 
 
 def _table(estimate: DesignEstimate, title: str) -> Table:

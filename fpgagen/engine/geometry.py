@@ -23,6 +23,10 @@ READER_GROUPS = 4  # sub-channels the input reader writes: as many activations a
 # FIFOs. Depths of 32 or less are one LUTRAM column (RAM32M16) whatever the depth, so the engine
 # takes 32 where more buffering helps at no cost.
 CHANNEL_DEPTH = 32  # items a sub-channel buffers between two stages
+# A deep channel (the scheduler's choice when block RAM is left: Schedule.deep_channels) buffers
+# several vectors' nonzero items in one RAMB18 (512 x 36) per sub-channel, so that a stage slow on
+# one vector does not stall the stages before it (docs/engine.md, "Deep channels")
+DEEP_CHANNEL_DEPTH = 512
 CHANNEL_SLACK = 3  # a serializer's item register and the flag's own register
 # entries an issue unit can queue at one PE. A PE that falls behind fills its queue and stalls
 # every unit; on the 90%-sparse MLP at P=64, K=4 (bench_rtl) 32 gave efficiency 0.85-0.89 and the
@@ -183,6 +187,7 @@ class Channel:
 
     subs: int
     length: int
+    depth: int = CHANNEL_DEPTH  # items per sub-channel: CHANNEL_DEPTH, or DEEP_CHANNEL_DEPTH
 
     @property
     def index_bits(self) -> int:
@@ -193,7 +198,7 @@ class Channel:
         return 1 + self.index_bits + VALUE_BITS
 
     def memories(self, role: str) -> list[Memory]:
-        return [Memory.sized(f"{role} items", CHANNEL_DEPTH, self.item_bits, self.subs)]
+        return [Memory.sized(f"{role} items", self.depth, self.item_bits, self.subs)]
 
 
 @dataclass(frozen=True)

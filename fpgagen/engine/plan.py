@@ -21,6 +21,8 @@ from ..schedule.boards import Board
 from .encoding import Encoding, encoding_of
 from .geometry import (
     AXI_PAGE,
+    CHANNEL_DEPTH,
+    DEEP_CHANNEL_DEPTH,
     MAX_BURST_BEATS,
     READER_GROUPS,
     TABLE_SLOT_BITS,
@@ -63,17 +65,22 @@ def layer_shape(
     )
 
 
-def stage_output(model: Model, last_layer: int, pes: int, units: int) -> Output:
+def channel_depth(deep: bool) -> int:
+    """Items per sub-channel of every channel of a design with `deep` channels, or without."""
+    return DEEP_CHANNEL_DEPTH if deep else CHANNEL_DEPTH
+
+
+def stage_output(model: Model, last_layer: int, pes: int, units: int, deep: bool = False) -> Output:
     """Where a stage ending with `last_layer` drains: the next stage's channel, one sub-channel
     per issue unit (a stage serializes as many activations a cycle as it takes), or dense beats."""
     if last_layer == len(model.layers) - 1:
         return DenseOutput(pes)
-    return Channel(units, model.layers[last_layer].out_features)
+    return Channel(units, model.layers[last_layer].out_features, channel_depth(deep))
 
 
-def reader_channel(in_features: int, lanes: int) -> Channel:
+def reader_channel(in_features: int, lanes: int, deep: bool = False) -> Channel:
     """The first channel: the input reader's groups of each beat."""
-    return Channel(min(READER_GROUPS, lanes), in_features)
+    return Channel(min(READER_GROUPS, lanes), in_features, channel_depth(deep))
 
 
 @dataclass(frozen=True, eq=False)
@@ -346,11 +353,12 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
     schedule = model.schedule
     if schedule is None or not model.quantized:
         raise ValueError("plan a quantized, scheduled model")
-    channels = [reader_channel(model.in_features, schedule.in_lanes)]
+    deep = schedule.deep_channels
+    channels = [reader_channel(model.in_features, schedule.in_lanes, deep)]
     stages = []
     port = 0
     for number, stage in enumerate(schedule.stages):
-        output = stage_output(model, stage.layers[-1], stage.pes, stage.units)
+        output = stage_output(model, stage.layers[-1], stage.pes, stage.units, deep)
         sequential = stage.mode != DATAFLOW
         loaded = stage.weight_memory == URAM
         if loaded and not board.has_free_uram:

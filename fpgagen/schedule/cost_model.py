@@ -20,6 +20,7 @@ import numpy as np
 
 from ..engine.encoding import Encoding, encoding_of
 from ..engine.geometry import (
+    DEEP_CHANNEL_DEPTH,
     MAX_BURSTS,
     MEMORY_LATENCY,
     OFFCHIP_SLOT_WIDTHS,
@@ -123,6 +124,9 @@ class Resources:
             self.lut + other.lut,
             self.ff + other.ff,
         )
+
+    def __sub__(self, other: Resources) -> Resources:
+        return self + other * -1
 
     def __mul__(self, count: int) -> Resources:
         return Resources(self.dsp * count, self.bram * count, self.uram * count, self.lut * count, self.ff * count)
@@ -408,6 +412,7 @@ class DesignEstimate:
     stages: tuple[StageEstimate, ...]
     roofline: Roofline
     interval: float  # cycles between vectors in steady state: see CostModel.design_interval
+    deep_channels: bool = False  # the channels hold several vectors (Schedule.deep_channels)
     resources: Resources = field(init=False)
     bottleneck: float = field(init=False)  # the slowest stage's (or the reader's) mean interval
     latency: float = field(init=False)
@@ -490,6 +495,7 @@ class DesignEstimate:
                 "budget": self.budget.as_dict(),
                 "interval": self.interval,
                 "bottleneck": self.bottleneck,
+                "deep_channels": self.deep_channels,
                 "latency": self.latency,
                 "edges": self.edges,
                 "throughput": {
@@ -632,18 +638,20 @@ class CostModel:
             lanes, interval, interval + L_READER, total(reader_memories(channel, lanes)) + READER_LOGIC, held
         )
 
-    def reader_memories(self, lanes: int | None = None) -> list[Memory]:
+    def reader_memories(self, lanes: int | None = None, deep: bool = False) -> list[Memory]:
         n_in = self.model.in_features
         lanes = in_lanes(n_in) if lanes is None else lanes
-        return reader_memories(reader_channel(n_in, lanes), lanes)
+        return reader_memories(reader_channel(n_in, lanes, deep), lanes)
 
     # Dataflow stages ---------------------------------------------------------------------------
 
-    def dataflow_memories(self, index: int, pes: int, units: int, loaded: bool = False) -> list[Memory]:
+    def dataflow_memories(
+        self, index: int, pes: int, units: int, loaded: bool = False, deep: bool = False
+    ) -> list[Memory]:
         """Every memory of a dataflow stage running layer `index` on P PEs and K units, its weights
-        `loaded` into UltraRAM or in a ROM (fpgagen.engine)."""
+        `loaded` into UltraRAM or in a ROM, its output channel `deep` or not (fpgagen.engine)."""
         shape = self.shape(index, pes)
-        output = stage_output(self.model, index, pes, units)
+        output = stage_output(self.model, index, pes, units, deep)
         return dataflow_memories(shape, units, bits_for(shape.n_in - 1), output, loaded)
 
     def loadable(self, index: int, pes: int) -> bool:
@@ -761,10 +769,13 @@ class CostModel:
     def sequential_shape(self, first: int, last: int, pes: int, channels: int = 1) -> SequentialShape:
         return SequentialShape.of(pes, [self.shape(index, pes) for index in range(first, last + 1)], channels)
 
-    def sequential_memories(self, first: int, last: int, pes: int, channels: int = 1) -> list[Memory]:
-        """Every memory of a sequential stage running layers first..last (fpgagen.engine)."""
+    def sequential_memories(
+        self, first: int, last: int, pes: int, channels: int = 1, deep: bool = False
+    ) -> list[Memory]:
+        """Every memory of a sequential stage running layers first..last, its output channel
+        `deep` or not (fpgagen.engine)."""
         shape = self.sequential_shape(first, last, pes, channels)
-        return sequential_memories(shape, stage_output(self.model, last, pes, 1), self.uram)
+        return sequential_memories(shape, stage_output(self.model, last, pes, 1, deep), self.uram)
 
     def logic(self, stage: Stage) -> LogicShape:
         """What the logic of `stage` is sized by, as the cost model prices it."""
@@ -832,15 +843,21 @@ class CostModel:
         memory_bound = math.inf if offchip <= 0 else bandwidth / offchip
         return Roofline(macs, dsp_bound, lut_bound, offchip, memory_bound)
 
-    def estimate(self, stages: tuple[Stage, ...], batch: int, in_lanes: int | None = None) -> DesignEstimate:
+    def estimate(
+        self, stages: tuple[Stage, ...], batch: int, in_lanes: int | None = None, deep_channels: bool = False
+    ) -> DesignEstimate:
         """The figures of a design of `stages` (and a reader of `in_lanes` values a beat, by default
-        the engine's choice) over a batch."""
+        the engine's choice) over a batch, its channels `deep` or not."""
         layer_estimates: list[LayerEstimate] = []
         stage_estimates: list[StageEstimate] = []
         reader = self.reader(in_lanes)
+        if deep_channels:
+            reader = replace(reader, resources=reader.resources + self.reader_deepening(reader.lanes))
         held = [reader.held]
         for number, stage in enumerate(stages):
             cost = self.stage(stage)
+            if deep_channels:
+                cost = replace(cost, resources=cost.resources + self.output_deepening(stage))
             held.append(cost.held)
             if stage.mode == DATAFLOW:
                 cycles = [self.cycles(stage.layers[0], stage.pes, DATAFLOW, stage.units)]
@@ -886,15 +903,69 @@ class CostModel:
             layers=tuple(layer_estimates),
             stages=tuple(stage_estimates),
             roofline=self.roofline(),
-            interval=self.design_interval(held),
+            interval=self.design_interval(
+                held, self.channel_capacities(stages, reader.lanes) if deep_channels else None
+            ),
+            deep_channels=deep_channels,
         )
 
+    def reader_deepening(self, lanes: int) -> Resources:
+        """What deep channels add to the reader: its channel's FIFOs in block RAM."""
+        return total(self.reader_memories(lanes, deep=True)) - total(self.reader_memories(lanes))
+
+    def output_deepening(self, stage: Stage) -> Resources:
+        """What deep channels add to `stage`: its output channel's FIFOs in block RAM (nothing for
+        the model's last stage, which drains dense beats)."""
+        if stage.mode == DATAFLOW:
+            index, pes, units, loaded = stage.layers[0], stage.pes, stage.units, stage.weight_memory == URAM
+            return total(self.dataflow_memories(index, pes, units, loaded, deep=True)) - total(
+                self.dataflow_memories(index, pes, units, loaded)
+            )
+        first, last, pes, channels = stage.layers[0], stage.layers[-1], stage.pes, stage.channels
+        return total(self.sequential_memories(first, last, pes, channels, deep=True)) - total(
+            self.sequential_memories(first, last, pes, channels)
+        )
+
+    def channel_capacities(self, stages: tuple[Stage, ...], lanes: int) -> list[int]:
+        """The vectors each deep channel lets its producer run ahead of its consumer: a vector for
+        each whole vector of items (the mean nonzero inputs of the consumer's layer on a
+        sub-channel, and the end item) its FIFOs hold, and one for the consumer's own bank. Fitted
+        on bench_rtl's Graph Challenge 1024 x 8 (docs/cost-model.md, "Deep channels")."""
+        capacities = []
+        subs = reader_channel(self.model.in_features, lanes).subs
+        for stage in stages:
+            items = float(self.activity.probabilities[stage.layers[0]].sum()) / subs + 1
+            capacities.append(int(DEEP_CHANNEL_DEPTH // items) + 1)
+            subs = stage.units
+        return capacities
+
     @staticmethod
-    def design_interval(held: list[np.ndarray]) -> float:
+    def design_interval(held: list[np.ndarray], capacities: list[int] | None = None) -> float:
         """Cycles between vectors in steady state, from how long the reader and each stage hold
-        each vector. A stage holds at most two vectors (its two banks) and a channel a few items,
-        so a vector that is slow at any stage holds the whole pipeline: the interval is the mean,
-        over the vectors, of the slowest stage on each (at least the slowest stage's mean)."""
+        each vector (docs/cost-model.md, "Designs").
+
+        Shallow channels (`capacities` None): a stage holds at most two vectors (its two banks) and
+        a channel a few items, so a vector that is slow at any stage holds the whole pipeline: the
+        interval is the mean, over the vectors, of the slowest stage on each.
+
+        Deep channels, where channel s lets unit s finish a vector `capacities[s]` vectors before
+        unit s + 1 has finished it: a tandem line, each unit taking the vectors in order, each as
+        soon as it has finished the one before and the unit before has finished it, and holding
+        it until there is room behind. Its interval is measured as the RTL's is: from the first
+        vector's result to the last one's, over the sample in order.
+
+        Either is at least the slowest stage's mean."""
         vectors = max(h.size for h in held)
-        slowest = np.max([np.broadcast_to(h, (vectors,)) for h in held], axis=0)
-        return float(slowest.mean())
+        units = np.array([np.broadcast_to(h, (vectors,)) for h in held])
+        bottleneck = float(units.mean(axis=1).max())
+        if capacities is None or vectors == 1:
+            return float(units.max(axis=0).mean())
+        finished = np.zeros_like(units)
+        for v in range(vectors):
+            ready = 0.0  # when the unit before has finished vector v
+            for s in range(len(units)):
+                done = max(finished[s, v - 1] if v else 0.0, ready) + units[s, v]
+                if s < len(capacities) and v > capacities[s]:  # room behind: the unit after is far enough
+                    done = max(done, finished[s + 1, v - capacities[s] - 1])
+                finished[s, v] = ready = done
+        return max(bottleneck, float(finished[-1, -1] - finished[-1, 0]) / (vectors - 1))

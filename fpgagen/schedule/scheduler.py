@@ -48,7 +48,7 @@ from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from ..engine.clock import engine_clocked
 from ..engine.geometry import MAX_PORT_BITS, STRIPES, UNITS
 from ..errors import DoesNotFit, FpgagenError
-from ..ir import DATAFLOW, SEQUENTIAL, Model, Schedule
+from ..ir import DATAFLOW, SEQUENTIAL, Model, Schedule, Stage
 from .activity import Activity
 from .apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
 from .boards import Board, load_board
@@ -103,6 +103,7 @@ def schedule(
     problem = Problem(cost, candidate_stages(cost, policy, pes))
     chosen = solve(problem, objective, _describe(policy, pes))
     stages = tuple(candidate.stage for candidate in chosen)
+    deep = deepens(cost, stages, batch)
     scheduled = Schedule(
         stages=stages,
         in_lanes=cost.reader().lanes,
@@ -110,10 +111,20 @@ def schedule(
         clock_mhz=board.clock_mhz,
         policy=policy,
         objective=objective,
-        estimate=cost.estimate(stages, batch),
+        estimate=cost.estimate(stages, batch, deep_channels=deep),
+        deep_channels=deep,
         unproven=tuple(sorted(set(problem.timed_out))),
     )
     return apply_schedule(model, scheduled)
+
+
+def deepens(cost: CostModel, stages: tuple[Stage, ...], batch: int) -> bool:
+    """Whether the design's channels are to be deep: when the budget has the block RAM they take
+    left and they shorten the interval. They only decouple stages that are slow on different
+    vectors, so a design whose vectors all take as long (scheduled for a density) keeps shallow ones."""
+    shallow = cost.estimate(stages, batch)
+    deep = cost.estimate(stages, batch, deep_channels=True)
+    return deep.resources.fits(shallow.budget) and deep.interval < shallow.interval
 
 
 def candidate_stages(cost: CostModel, policy: str, pes: int | None = None) -> list[StageCost]:

@@ -15,7 +15,6 @@ from ...engine import EnginePlan, LayerPlan, StagePlan
 from ...engine.encoding import Encoding
 from ...engine.geometry import (
     ACTIVATION_DEPTH,
-    CHANNEL_DEPTH,
     CHANNEL_SLACK,
     DRAIN_SLACK,
     ITEM_FIFO_DEPTH,
@@ -63,7 +62,7 @@ def emit_rtl(plan: EnginePlan, folder: Path) -> None:
     control = plan.interface.control
     producers = [plan.reader_memories, *(stage.memories for stage in plan.stages)]
     channels = [
-        {"subs": c.subs, "item_bits": c.item_bits, "style": style(_role(found, ("input items", "output items")))}
+        {"subs": c.subs, "item_bits": c.item_bits, "depth": c.depth, "style": style(_role(found, ("input items", "output items")))}
         for c, found in zip(plan.channels, producers)
     ]  # fmt: skip
     context = {
@@ -74,7 +73,6 @@ def emit_rtl(plan: EnginePlan, folder: Path) -> None:
         "in_bits": plan.interface.in_bits,
         "out_bits": plan.interface.out_bits,
         "channels": channels,
-        "channel_depth": CHANNEL_DEPTH,
         "channel_slack": CHANNEL_SLACK,
         "reader": _reader(plan),
         "output_depth": OUTPUT_DEPTH,
