@@ -90,6 +90,8 @@ STAGE_LUT, STAGE_FF = 0, 129  # the fit puts a stage's LUTs into its units
 # own weight, request and load addresses (64-bit adders and registers). Not fitted: the difference
 # Yosys measures between the same stage on one and on two channels (bench_resources.py, "channel").
 CHANNEL_LUT, CHANNEL_FF = 379, 510
+# passes of the activity's sample through a design with deep channels (CostModel.design_interval)
+TANDEM_PASSES = 4
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, UNIT_LUT, STAGE_LUT)
 FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, UNIT_FF, STAGE_FF)
@@ -927,15 +929,15 @@ class CostModel:
         )
 
     def channel_capacities(self, stages: tuple[Stage, ...], lanes: int) -> list[int]:
-        """The vectors each deep channel lets its producer run ahead of its consumer: a vector for
-        each whole vector of items (the mean nonzero inputs of the consumer's layer on a
-        sub-channel, and the end item) its FIFOs hold, and one for the consumer's own bank. Fitted
-        on bench_rtl's Graph Challenge 1024 x 8 (docs/cost-model.md, "Deep channels")."""
+        """The vectors each deep channel lets its producer run ahead of its consumer: the whole
+        vectors of items its FIFOs hold at the most (every value of the vector nonzero, and the end
+        item, on each sub-channel), and one for the bank the consumer fills. Fitted on bench_rtl's
+        Graph Challenge 1024 x 8 in steady state (docs/cost-model.md, "Designs")."""
         capacities = []
         subs = reader_channel(self.model.in_features, lanes).subs
         for stage in stages:
-            items = float(self.activity.probabilities[stage.layers[0]].sum()) / subs + 1
-            capacities.append(int(DEEP_CHANNEL_DEPTH // items) + 1)
+            items = ceil_div(self.layers[stage.layers[0]].in_features, subs) + 1
+            capacities.append(DEEP_CHANNEL_DEPTH // items + 1)
             subs = stage.units
         return capacities
 
@@ -951,8 +953,9 @@ class CostModel:
         Deep channels, where channel s lets unit s finish a vector `capacities[s]` vectors before
         unit s + 1 has finished it: a tandem line, each unit taking the vectors in order, each as
         soon as it has finished the one before and the unit before has finished it, and holding
-        it until there is room behind. Its interval is measured as the RTL's is: from the first
-        vector's result to the last one's, over the sample in order.
+        it until there is room behind. The sample runs TANDEM_PASSES times in a row and the
+        interval is the last pass's mean: the first one fills the line, and a sample whose first
+        vectors are light (Graph Challenge images that die early) would read as a backlog there.
 
         Either is at least the slowest stage's mean."""
         vectors = max(h.size for h in held)
@@ -960,12 +963,13 @@ class CostModel:
         bottleneck = float(units.mean(axis=1).max())
         if capacities is None or vectors == 1:
             return float(units.max(axis=0).mean())
+        units = np.tile(units, TANDEM_PASSES)
         finished = np.zeros_like(units)
-        for v in range(vectors):
+        for v in range(units.shape[1]):
             ready = 0.0  # when the unit before has finished vector v
             for s in range(len(units)):
                 done = max(finished[s, v - 1] if v else 0.0, ready) + units[s, v]
                 if s < len(capacities) and v > capacities[s]:  # room behind: the unit after is far enough
                     done = max(done, finished[s + 1, v - capacities[s] - 1])
                 finished[s, v] = ready = done
-        return max(bottleneck, float(finished[-1, -1] - finished[-1, 0]) / (vectors - 1))
+        return max(bottleneck, float(finished[-1, -1] - finished[-1, -vectors - 1]) / vectors)
