@@ -114,7 +114,7 @@ class Schedule:
     objective: str  # "throughput" or "latency"
     estimate: object | None = None  # fpgagen.schedule.cost_model.DesignEstimate
     # every channel between two stages (and the reader's) buffers several vectors in block RAM
-    # (fpgagen.engine.geometry.DEEP_CHANNEL_DEPTH), not a few items in LUTRAM
+    # (fpgagen.engine.geometry.Channel.deep_depth), not a few items in LUTRAM
     deep_channels: bool = False
     # what the scheduler could not prove least in its time ("interval", "latency"): its solver
     # stopped with the best design it had found (fpgagen.schedule.scheduler.PROGRAM_SECONDS)

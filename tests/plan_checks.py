@@ -21,7 +21,6 @@ from fpgagen.engine.geometry import (
     ACTIVATION_DEPTH,
     CHANNEL_DEPTH,
     CHANNEL_SLACK,
-    DEEP_CHANNEL_DEPTH,
     DRAIN_SLACK,
     ITEM_FIFO_DEPTH,
     MAX_BURSTS,
@@ -201,9 +200,9 @@ def check_rtl_follows_the_plan(rtl: Path, plan: EnginePlan) -> None:
                 kind = stage.memory(role).kind
                 assert found[parameter] == f'"{STYLES[kind]}"', f"stage {stage.index} {role}: {found[parameter]}"
     # Channel k: `subs` FIFOs of the schedule's depth, of the kind its producer's plan chose.
-    depth = DEEP_CHANNEL_DEPTH if plan.model.schedule.deep_channels else CHANNEL_DEPTH
     producers = [plan.reader_memories, *(stage.memories for stage in plan.stages)]
     for k, (channel, memories) in enumerate(zip(plan.channels, producers)):
+        depth = channel.deep_depth if plan.model.schedule.deep_channels else CHANNEL_DEPTH
         (memory,) = [m for m in memories if m.role in ("input items", "output items")]
         assert (memory.count, memory.width, memory.depth) == (channel.subs, channel.item_bits, depth)
         fifo = re.search(rf"g_ch{k}\b.*?fg_fifo #\((?P<params>.*?)\)\s*u_fifo", core, re.DOTALL)

@@ -10,7 +10,6 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from ..engine.geometry import DEEP_CHANNEL_DEPTH
 from ..ir import SEQUENTIAL
 from ..prepare import FrontOptions, prepare
 from ..schedule.boards import builtin_boards, load_board
@@ -109,7 +108,7 @@ def schedule_command(
     out.print(f"cycles assume {estimate.activity}")
     if estimate.deep_channels:
         out.print(
-            f"channels: deep ({DEEP_CHANNEL_DEPTH} items a sub-channel, in block RAM), so that stages slow "
+            f"channels: deep (a whole vector's items a sub-channel, in block RAM), so that stages slow "
             f"on different vectors do not hold each other up (the slowest stage alone: {estimate.bottleneck:,.1f} cycles)"
         )
 

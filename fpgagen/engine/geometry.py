@@ -24,8 +24,9 @@ READER_GROUPS = 4  # sub-channels the input reader writes: as many activations a
 # takes 32 where more buffering helps at no cost.
 CHANNEL_DEPTH = 32  # items a sub-channel buffers between two stages
 # A deep channel (the scheduler's choice when block RAM is left: Schedule.deep_channels) buffers
-# several vectors' nonzero items in one RAMB18 (512 x 36) per sub-channel, so that a stage slow on
-# one vector does not stall the stages before it (docs/engine.md, "Deep channels")
+# a whole vector's items or more per sub-channel in block RAM, so that a stage slow on one vector
+# does not stall the stages before it (docs/engine.md, "Deep channels"); at least one RAMB18
+# (512 x 36) each
 DEEP_CHANNEL_DEPTH = 512
 CHANNEL_SLACK = 3  # a serializer's item register and the flag's own register
 # entries an issue unit can queue at one PE. A PE that falls behind fills its queue and stalls
@@ -187,7 +188,7 @@ class Channel:
 
     subs: int
     length: int
-    depth: int = CHANNEL_DEPTH  # items per sub-channel: CHANNEL_DEPTH, or DEEP_CHANNEL_DEPTH
+    depth: int = CHANNEL_DEPTH  # items per sub-channel: CHANNEL_DEPTH, or `deep_depth` when deep
 
     @property
     def index_bits(self) -> int:
@@ -196,6 +197,18 @@ class Channel:
     @property
     def item_bits(self) -> int:
         return 1 + self.index_bits + VALUE_BITS
+
+    @property
+    def vector_items(self) -> int:
+        """The most items a vector puts on one sub-channel: every value of its group nonzero, and
+        the end item."""
+        return ceil_div(self.length, self.subs) + 1
+
+    @property
+    def deep_depth(self) -> int:
+        """The depth of this channel when deep: a whole vector's items, in a power of two, and at
+        least DEEP_CHANNEL_DEPTH."""
+        return max(DEEP_CHANNEL_DEPTH, 1 << (self.vector_items - 1).bit_length())
 
     def memories(self, role: str) -> list[Memory]:
         return [Memory.sized(f"{role} items", self.depth, self.item_bits, self.subs)]

@@ -21,8 +21,6 @@ from ..schedule.boards import Board
 from .encoding import Encoding, encoding_of
 from .geometry import (
     AXI_PAGE,
-    CHANNEL_DEPTH,
-    DEEP_CHANNEL_DEPTH,
     MAX_BURST_BEATS,
     READER_GROUPS,
     TABLE_SLOT_BITS,
@@ -65,9 +63,10 @@ def layer_shape(
     )
 
 
-def channel_depth(deep: bool) -> int:
-    """Items per sub-channel of every channel of a design with `deep` channels, or without."""
-    return DEEP_CHANNEL_DEPTH if deep else CHANNEL_DEPTH
+def channel(subs: int, length: int, deep: bool) -> Channel:
+    """A channel of `subs` sub-channels carrying vectors of `length`, `deep` or shallow."""
+    shallow = Channel(subs, length)
+    return replace(shallow, depth=shallow.deep_depth) if deep else shallow
 
 
 def stage_output(model: Model, last_layer: int, pes: int, units: int, deep: bool = False) -> Output:
@@ -75,12 +74,12 @@ def stage_output(model: Model, last_layer: int, pes: int, units: int, deep: bool
     per issue unit (a stage serializes as many activations a cycle as it takes), or dense beats."""
     if last_layer == len(model.layers) - 1:
         return DenseOutput(pes)
-    return Channel(units, model.layers[last_layer].out_features, channel_depth(deep))
+    return channel(units, model.layers[last_layer].out_features, deep)
 
 
 def reader_channel(in_features: int, lanes: int, deep: bool = False) -> Channel:
     """The first channel: the input reader's groups of each beat."""
-    return Channel(min(READER_GROUPS, lanes), in_features, channel_depth(deep))
+    return channel(min(READER_GROUPS, lanes), in_features, deep)
 
 
 @dataclass(frozen=True, eq=False)

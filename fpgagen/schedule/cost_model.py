@@ -20,7 +20,6 @@ import numpy as np
 
 from ..engine.encoding import Encoding, encoding_of
 from ..engine.geometry import (
-    DEEP_CHANNEL_DEPTH,
     MAX_BURSTS,
     MEMORY_LATENCY,
     OFFCHIP_SLOT_WIDTHS,
@@ -930,16 +929,13 @@ class CostModel:
 
     def channel_capacities(self, stages: tuple[Stage, ...], lanes: int) -> list[int]:
         """The vectors each deep channel lets its producer run ahead of its consumer: the whole
-        vectors of items its FIFOs hold at the most (every value of the vector nonzero, and the end
-        item, on each sub-channel), and one for the bank the consumer fills. Fitted on bench_rtl's
-        Graph Challenge 1024 x 8 in steady state (docs/cost-model.md, "Designs")."""
-        capacities = []
-        subs = reader_channel(self.model.in_features, lanes).subs
-        for stage in stages:
-            items = ceil_div(self.layers[stage.layers[0]].in_features, subs) + 1
-            capacities.append(DEEP_CHANNEL_DEPTH // items + 1)
-            subs = stage.units
-        return capacities
+        vectors of items its FIFOs hold at the most (`Channel.vector_items`: every value nonzero),
+        and one for the bank the consumer fills. Fitted on bench_rtl's Graph Challenge 1024 x 8 in
+        steady state (docs/cost-model.md, "Designs")."""
+        channels = [reader_channel(self.model.in_features, lanes, deep=True)]
+        for stage in stages[:-1]:
+            channels.append(stage_output(self.model, stage.layers[-1], stage.pes, stage.units, deep=True))
+        return [channel.depth // channel.vector_items + 1 for channel in channels]
 
     @staticmethod
     def design_interval(held: list[np.ndarray], capacities: list[int] | None = None) -> float:
