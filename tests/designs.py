@@ -132,6 +132,10 @@ MLPS = {
         16,
         (0.375, -0.125, 0.375, 0.375),
     ),
+    # stacked banks (both of a PE's banks in one block RAM, the drain reading in the MAC pipeline's
+    # slots): the first stage's 150 outputs on one PE (a bias per output: its ROM read a cycle
+    # later), and the last, dense, stage's 300 outputs on two PEs with two issue units
+    "stacked_banks": ([24, 150, 40, 300], [RELU, CLIP, NONE], "w8a16", (df(0, 1), df(1, 4, 2), df(2, 2, 2)), 4),
 }
 
 

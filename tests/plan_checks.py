@@ -165,6 +165,7 @@ def expected_stage_parameters(stage: StagePlan, load_bits: int = 1) -> dict[str,
             "K": stage.units, "G": stage.groups.size, "N_IN": layer.shape.n_in, "N_OUT": layer.shape.n_out,
             "BEATS": layer.shape.rom_beats, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
             "ROW_FIFO_DEPTH": ROW_FIFO_DEPTH, "LOADED": int(stage.loaded), "LOAD_W": load_bits,
+            "STACKED": int(stage.stacked),
         }  # fmt: skip
     loop = stage.loop
     return common | {
@@ -195,6 +196,12 @@ def check_rtl_follows_the_plan(rtl: Path, plan: EnginePlan) -> None:
         if stage.sequential and any(memory.role == "drained words" for memory in stage.memories):
             # a whole pass's words and its end word fit beside the slack: the drain never waits
             assert int(found["WORD_FIFO_DEPTH"]) >= stage.addresses + 1 + DRAIN_SLACK, f"stage {stage.index}"
+        # the banks: one block RAM a PE holding both (the bank its top address bit), or two memories
+        banks = stage.memory("accumulators")
+        if stage.stacked:
+            assert (banks.kind, banks.count, banks.depth) == ("bram", stage.pes, 2 << stage.local_bits), stage.index
+        else:
+            assert (banks.count, banks.depth) == (2 * stage.pes, stage.addresses), f"stage {stage.index}"
         for role, parameter in STAGE_STYLES[stage.sequential].items():
             if any(memory.role == role for memory in stage.memories):
                 kind = stage.memory(role).kind
@@ -440,7 +447,8 @@ _RTL_MEMORIES = [
     (r"u_stage(\d+)\.u_items\.mem", "stage", "unit activations"),
     (r"u_stage(\d+)\.g_unit\[\d+\]\.u_unit\.u_rows\.mem", "stage", "unit rows"),
     (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_fifo\[\d+\]\.u_fifo\.mem", "stage", "PE entries"),
-    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.u_bank[01]\.mem", "stage", "accumulators"),
+    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_banks\.u_bank[01]\.mem", "stage", "accumulators"),
+    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_stacked\.u_banks\.mem", "stage", "accumulators"),  # both banks
     (r"u_stage(\d+)\.g_sparse\.g_group\[\d+\]\.u_words\.mem", "stage", "drained words"),
     (r"u_stage(\d+)\.g_serialize\.u_words\.mem", "stage", "drained words"),
     (r"u_stage(\d+)\.u_desc\.mem", "stage", "descriptors"),

@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from fpgagen.engine import geometry
 from fpgagen.engine.encoding import Encoding, encoding_of
 from fpgagen.engine.geometry import (
     ACTIVATION_DEPTH,
@@ -31,7 +32,7 @@ from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, Activation, Layer, Model, Stage, sparse_weights
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.quantize import quantize
-from fpgagen.schedule import cost_model
+from fpgagen.schedule import cost_model, work
 from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.boards import load_board
 from fpgagen.schedule.cost_model import (
@@ -544,6 +545,35 @@ def test_deep_channels_are_taken_when_they_fit_and_help():
     assert not deepens(CostModel(model, no_room, activity), stages, 8)
     # a density: one expected vector, nothing to overlap
     assert not deepens(CostModel(model, BOARD, Activity.uniform(model, 0.5)), stages, 8)
+
+
+def test_stacked_banks_halve_the_accumulators_block_ram_for_a_cycle_an_address(monkeypatch):
+    """A PE whose banks would each be a half-empty block RAM keeps both in one (docs/engine.md,
+    "Stacked banks"); the drain then reads in slots of the MAC pipeline, a cycle an address at
+    every PE, and its outputs come a cycle later."""
+    images = draw_images(1024, 8, np.random.default_rng(5)).toarray()
+    model = quantize(network(1024, 1), parse_precision("w8a16"), images)
+    cost = CostModel(model, BOARD, Activity.from_calibration(model, images))
+    width = cost.shape(0, 8).sum_bits
+    assert width <= 36 and cost.shape(0, 8).stacked  # 128 addresses of a block RAM's width: one RAMB18 holds 2 x 128
+    assert not cost.shape(0, 16).stacked  # 64 addresses: LUTRAM, one RAM64M8 column per bank
+    assert not cost.shape(0, 2).stacked  # 512 addresses: two banks need two RAMB18s either way
+    stacked = {m.role: m for m in cost.dataflow_memories(0, 8, 2)}["accumulators"]
+    assert (stacked.kind, stacked.count, stacked.depth, stacked.width) == (BLOCK_RAM, 8, 256, width)
+    assert price(stacked) == Resources(bram=4)  # 8 RAMB18s
+    cycles = cost.cycles(0, 8, DATAFLOW, 2)
+
+    monkeypatch.setattr(geometry, "stacked_banks", lambda addresses, acc_bits: False)
+    split_cost = CostModel(model, BOARD, Activity.from_calibration(model, images))
+    split = {m.role: m for m in split_cost.dataflow_memories(0, 8, 2)}["accumulators"]
+    assert (split.count, split.depth) == (16, 128) and price(split) == Resources(bram=8)
+    before = split_cost.cycles(0, 8, DATAFLOW, 2)
+    inputs, placement = cost.activity.inputs(0), cost.placement(0, 8)
+    pes_busy = work.pe_cycles(inputs, placement.counts)
+    issue = work.issue_cycles(inputs, placement.row_cycles, 2)
+    assert np.array_equal(before.computes, np.maximum(issue, pes_busy) + L_COMPUTE)
+    assert np.array_equal(cycles.computes, np.maximum(issue, pes_busy + 128) + L_COMPUTE)
+    assert cycles.drain == before.drain + 1 == 128 + L_DRAIN + 1  # the model's last layer: dense beats
 
 
 def test_a_loaded_table_goes_to_ultraram_when_large_and_the_board_has_it():

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from .encoding import Encoding
-from .memory import BRAM, URAM, URAM_DEPTH, URAM_WIDTH, Memory, memory_kind
+from .memory import BRAM, URAM, URAM_DEPTH, URAM_WIDTH, Memory, fits_ramb18, memory_kind
 
 # Values and streams.
 VALUE_BITS = 16  # activations travel between stages as 16-bit values (activation widths are at most 16)
@@ -300,6 +300,11 @@ class LayerShape:
         return SlotWord(self.local_bits, self.encoding.weight_bits)
 
     @property
+    def stacked(self) -> bool:
+        """A dataflow stage's PEs keep both banks in one memory (`stacked_banks`)."""
+        return stacked_banks(self.addresses, self.sum_bits)
+
+    @property
     def row_bits(self) -> int:
         """A weight row (a beat of its layout): the P slots side by side, PE 0's lowest."""
         return self.pes * self.slot.width
@@ -335,12 +340,25 @@ class LayerShape:
         return bits_for(self.max_row_beats)
 
 
-def pe_memories(pes: int, units: int, addresses: int, local_bits: int, weight_bits: int, acc_bits: int) -> list[Memory]:
-    """The PEs' FIFOs (one per issue unit at every PE) and their two accumulator banks."""
-    return [
-        Memory.sized("PE entries", PE_FIFO_DEPTH, entry_bits(local_bits, weight_bits), units * pes),
-        Memory.sized("accumulators", addresses, acc_bits, 2 * pes),
-    ]
+def stacked_banks(addresses: int, acc_bits: int) -> bool:
+    """Whether a dataflow stage's PEs keep both accumulator banks in one memory, the bank its top
+    address bit (docs/engine.md, "Stacked banks"): when a bank alone would be block RAM, and one
+    RAMB18 holds both. Each bank of its own would take a block half empty; stacked, the drain's
+    reads take slots of the MAC pipeline (a block RAM has one read and one write port, and the
+    MAC's read-modify-write takes both every cycle): a cycle a local address, per vector."""
+    return memory_kind(addresses, acc_bits) == BRAM and fits_ramb18(2 << bits_for(addresses - 1), acc_bits)
+
+
+def pe_memories(
+    pes: int, units: int, addresses: int, local_bits: int, weight_bits: int, acc_bits: int, stacked: bool = False
+) -> list[Memory]:
+    """The PEs' FIFOs (one per issue unit at every PE) and their two accumulator banks, each a
+    memory of its own, or `stacked` in one: `2 << local_bits` words, the bank the top address bit."""
+    if stacked:
+        banks = Memory.sized("accumulators", 2 << local_bits, acc_bits, pes)
+    else:
+        banks = Memory.sized("accumulators", addresses, acc_bits, 2 * pes)
+    return [Memory.sized("PE entries", PE_FIFO_DEPTH, entry_bits(local_bits, weight_bits), units * pes), banks]
 
 
 def load_port_bits(row_bits: int) -> int:
@@ -390,7 +408,9 @@ def dataflow_memories(
         bias,
         Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + input_index_bits + VALUE_BITS, units),
         Memory.sized("unit rows", ROW_FIFO_DEPTH, 1 + row_bits + VALUE_BITS, units),
-        *pe_memories(pes, units, layer.addresses, layer.local_bits, layer.encoding.weight_bits, layer.sum_bits),
+        *pe_memories(
+            pes, units, layer.addresses, layer.local_bits, layer.encoding.weight_bits, layer.sum_bits, layer.stacked
+        ),
         *drain_memories(Groups(pes, units, layer.local_bits), output),
     ]
 

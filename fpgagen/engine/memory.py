@@ -20,6 +20,10 @@ KINDS = (LUTRAM, BRAM, URAM, REGISTERS, CONSTANT)
 LUTRAM_MAX_DEPTH = 64  # RAM64M8: the deepest distributed RAM primitive without cascading
 LUTRAM_MAX_BITS = 2048  # below one RAMB18 (18 Kb) by far: block RAM would waste the block
 URAM_DEPTH, URAM_WIDTH = 4096, 72  # one URAM288
+# The shapes (depth, width) of a RAMB18 in simple dual-port mode, and of a RAMB36: synthesis picks
+# one per memory, and a memory takes as many blocks as its depth and width need of it.
+RAMB18_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
+RAMB36_SHAPES = ((32768, 1), (16384, 2), (8192, 4), (4096, 9), (2048, 18), (1024, 36), (512, 72))
 
 
 def memory_kind(depth: int, width: int, uram: bool = False) -> str:
@@ -28,6 +32,11 @@ def memory_kind(depth: int, width: int, uram: bool = False) -> str:
     if depth <= LUTRAM_MAX_DEPTH or depth * width <= LUTRAM_MAX_BITS:
         return LUTRAM
     return URAM if uram and depth * width >= URAM_DEPTH * URAM_WIDTH else BRAM
+
+
+def fits_ramb18(depth: int, width: int) -> bool:
+    """Whether one RAMB18 holds a memory of `depth` words of `width` bits."""
+    return any(depth <= d and width <= w for d, w in RAMB18_SHAPES)
 
 
 @dataclass(frozen=True)

@@ -178,6 +178,11 @@ class StagePlan:
         return range(self.port, self.port + self.channels) if self.sequential else range(0)
 
     @property
+    def stacked(self) -> bool:
+        """A dataflow stage whose PEs keep both banks in one memory (geometry.stacked_banks)."""
+        return not self.sequential and self.layers[0].shape.stacked
+
+    @property
     def last(self) -> bool:
         """The model's last stage: drains dense beats to AXI4-Stream out."""
         return isinstance(self.output, DenseOutput)

@@ -42,7 +42,16 @@ from ..engine.geometry import (
     sum_bits,
 )
 from ..engine.memory import BRAM as BLOCK_RAM
-from ..engine.memory import CONSTANT, LUTRAM, REGISTERS, URAM_DEPTH, URAM_WIDTH, Memory
+from ..engine.memory import (
+    CONSTANT,
+    LUTRAM,
+    RAMB18_SHAPES,
+    RAMB36_SHAPES,
+    REGISTERS,
+    URAM_DEPTH,
+    URAM_WIDTH,
+    Memory,
+)
 from ..engine.memory import URAM as ULTRA_RAM
 from ..engine.plan import layer_shape, reader_channel, stage_output
 from ..errors import FpgagenError
@@ -97,8 +106,6 @@ FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, U
 
 # How memories map to blocks (docs/cost-model.md, "Memories"), as synthesis maps them.
 LUTRAM_DEPTH = 64  # bits per LUT used as distributed RAM
-BRAM36_SHAPES = ((32768, 1), (16384, 2), (8192, 4), (4096, 9), (2048, 18), (1024, 36), (512, 72))
-BRAM18_SHAPES = ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))
 BRAM36_BITS = 36 * 1024
 URAM_BITS = URAM_DEPTH * URAM_WIDTH
 
@@ -164,8 +171,8 @@ def lutram_luts(depth: int, width: int) -> int:
 def bram18_halves(depth: int, width: int, ports: int = 1) -> int:
     """RAMB18s (halves of a BRAM36) of one memory: the fewest over both block sizes' shapes. Read
     through two ports, a block is true dual-port, which halves its widest shape (72 -> 36 bits)."""
-    shapes36 = BRAM36_SHAPES if ports == 1 else BRAM36_SHAPES[:-1]
-    shapes18 = BRAM18_SHAPES if ports == 1 else BRAM18_SHAPES[:-1]
+    shapes36 = RAMB36_SHAPES if ports == 1 else RAMB36_SHAPES[:-1]
+    shapes18 = RAMB18_SHAPES if ports == 1 else RAMB18_SHAPES[:-1]
     whole = min(math.ceil(width / w) * math.ceil(depth / d) for d, w in shapes36)
     halves = min(math.ceil(width / w) * math.ceil(depth / d) for d, w in shapes18)
     return min(2 * whole, halves)
@@ -585,11 +592,17 @@ class CostModel:
     def _layer_cycles(self, index: int, pes: int, mode: str, units: int, slot_width: int, channels: int) -> LayerCycles:
         placement = self.placement(index, pes)
         inputs = self.activity.inputs(index)
-        drain = ceil_div(self.layers[index].out_features, pes) + L_DRAIN + (0 if self.is_last(index) else L_WORDS)
+        addresses = ceil_div(self.layers[index].out_features, pes)
+        drain = addresses + L_DRAIN + (0 if self.is_last(index) else L_WORDS)
         output = self._output_per_vector(index, pes, units)
         if mode == DATAFLOW:
             issue = issue_cycles(inputs, placement.row_cycles, units)
-            compute = np.maximum(issue, pe_cycles(inputs, placement.counts)) + L_COMPUTE
+            pes_busy = pe_cycles(inputs, placement.counts)
+            if self.shape(index, pes).stacked:
+                # the drain of the vector before reads in slots of the MAC pipeline: a cycle an
+                # address at every PE, and its outputs a cycle later (docs/engine.md, "Stacked banks")
+                pes_busy, drain = pes_busy + addresses, drain + 1
+            compute = np.maximum(issue, pes_busy) + L_COMPUTE
             return LayerCycles(float(compute.mean()), drain, float(output.mean()), COMPUTE_BOUND, compute, output)
         # a sequential layer: one activation a cycle looked up, one beat a cycle taken, the beats
         # brought over the memory port

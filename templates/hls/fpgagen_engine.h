@@ -571,6 +571,27 @@ void drain_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], hls::s
     }
 }
 
+// Stacked banks (fg_pe.v, STACKED): both banks of a PE in one memory, whose ports the RTL's MAC
+// and drain take in turn. Here one process runs the PEs on a vector into its bank, then drains
+// it, so its one bank is never read by two processes (no PIPO, whose two buffers would be the two
+// memories stacking saves).
+template <class Cfg>
+void pes_then_drain_words(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
+                          hls::stream<typename Cfg::word_t> (&words)[Cfg::UNITS]) {
+    typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES];
+#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
+    pes<Cfg>(entries, acc);
+    drain_words<Cfg>(acc, words);
+}
+
+template <class Cfg, class Beat>
+void pes_then_drain_dense(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES], hls::stream<Beat>& out) {
+    typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES];
+#pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
+    pes<Cfg>(entries, acc);
+    drain_dense<Cfg>(acc, out);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Load phase of a dataflow stage whose weights are in UltraRAM (fg_stage.v, LOADED), which the
 // bitstream cannot initialize: at a batch's start its link of the load chain brings it the load

@@ -155,6 +155,7 @@ class DataflowStage:
     tables: Tables
     rom: np.ndarray  # (beats, P) packed slots
     load: LoadLink | None  # its weights are in UltraRAM: the load phase fills `rom`, not the bitstream
+    stacked: bool  # both banks of a PE in one memory: the PEs and the drain one process, in turn
 
     sequential = False
     ports = ()  # its weights are on chip: no memory channel
@@ -383,6 +384,7 @@ def _dataflow_stage(
         tables=_tables(stage),
         rom=plan.rom_words.astype(slot_np),
         load=load,
+        stacked=stage.stacked,
     )
 
 

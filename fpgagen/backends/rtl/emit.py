@@ -207,10 +207,13 @@ def _dataflow_stage(stage: StagePlan, memories: Path, load_bits: int) -> dict:
         ("BIAS_FILE", f'"{files["bias"]}"'),
         ("ROWS_STYLE", style(stage.memory("row table"))), ("WEIGHTS_STYLE", style(stage.memory("weights"))),
         ("ROW_FIFO_STYLE", style(stage.memory("unit rows"))),
-        ("LOADED", int(stage.loaded)), ("LOAD_W", load_bits),
+        ("LOADED", int(stage.loaded)), ("LOAD_W", load_bits), ("STACKED", int(stage.stacked)),
     ]  # fmt: skip
     where = "in UltraRAM, loaded at a batch's start" if stage.loaded else "in ROM"
-    description = f"dataflow, layer {layer.name}, {stage.pes} PE(s), {stage.units} issue unit(s), weights {where}"
+    banks = ", both banks in one block RAM" if stage.stacked else ""
+    description = (
+        f"dataflow, layer {layer.name}, {stage.pes} PE(s), {stage.units} issue unit(s), weights {where}{banks}"
+    )
     return _stage_context(stage, "fg_stage", description, parameters)
 
 

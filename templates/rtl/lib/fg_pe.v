@@ -23,6 +23,13 @@
 //
 // After reset the PE clears both banks, one address per cycle, and is `ready` when done: a reset
 // in the middle of a batch leaves no partial sum behind.
+//
+// With STACKED (docs/engine.md, "Stacked banks") both banks are one memory, the bank its top
+// address bit: one block RAM where two would each be half empty. Its one read and one write port
+// are the MAC's every cycle, so the drain's read takes a slot of the MAC pipeline: while
+// `drain_read` is high the PE takes no entry, and the drain's address goes down the pipeline in
+// that entry's place, read at E1, its sum to the requantizer at E3, a zero written at E4. The
+// drain's y comes a cycle later than with two banks.
 module fg_pe #(
     parameter integer K = 1,            // issue units, one FIFO each
     parameter integer LOCAL_W = 1,
@@ -38,7 +45,8 @@ module fg_pe #(
     parameter integer FIFO_DEPTH = 32,
     parameter integer SLACK = 8,        // entries a unit may write before it sees `room` fall
     parameter FIFO_STYLE = "distributed",
-    parameter ACC_STYLE = "distributed"
+    parameter ACC_STYLE = "distributed",
+    parameter integer STACKED = 0       // both banks in one memory (the drain takes the MAC's slot)
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -77,6 +85,8 @@ module fg_pe #(
     wire [K*ENTRY_W-1:0] head;
     wire [K-1:0] head_valid;
     reg [K-1:0] take;
+    // a stacked bank's read port is the drain's this cycle: no entry enters the pipeline
+    wire open = ready && !(STACKED != 0 && drain_read);
     genvar g;
     generate
         for (g = 0; g < K; g = g + 1) begin : g_fifo
@@ -97,7 +107,7 @@ module fg_pe #(
         take = {K{1'b0}};
         chosen = head[ENTRY_W-1:0];
         for (k = K - 1; k >= 0; k = k - 1) begin
-            if (head_valid[k] && ready) begin
+            if (head_valid[k] && open) begin
                 take = {K{1'b0}};
                 take[k] = 1'b1;
                 chosen = head[k*ENTRY_W +: ENTRY_W];
@@ -164,8 +174,8 @@ module fg_pe #(
             e5_valid <= e4_valid && !e4_end;
         end
         e1_end <= chosen[ENTRY_W-1];
-        e1_bank <= chosen[ENTRY_W-2];
-        e1_local <= chosen[ENTRY_W-3 -: LOCAL_W];
+        e1_bank <= (STACKED != 0 && drain_read) ? drain_bank : chosen[ENTRY_W-2];
+        e1_local <= (STACKED != 0 && drain_read) ? drain_addr : chosen[ENTRY_W-3 -: LOCAL_W];
         e1_x <= chosen[VALUE_W-1:0];
         e2_end <= e1_end;
         e2_bank <= e1_bank;
@@ -181,7 +191,6 @@ module fg_pe #(
         e4_end <= e3_end;
         e4_bank <= e3_bank;
         e4_local <= e3_local;
-        e4_sum <= base + product;
         e5_bank <= e4_bank;
         e5_local <= e4_local;
         e5_sum <= e4_sum;
@@ -206,77 +215,136 @@ module fg_pe #(
     assign busy = (|head_valid) || e1_valid || e2_valid || e3_valid || e4_valid;
 
     // ---- banks: the MAC's or the drain's, and cleared after reset -------------------------------
-    reg [LOCAL_W-1:0] clear_addr;
-    always @(posedge clk) begin
-        if (rst) begin
-            ready <= 1'b0;
-            clear_addr <= {LOCAL_W{1'b0}};
-        end else if (!ready) begin
-            clear_addr <= clear_addr + 1'b1;
-            if (clear_addr == LAST_ADDRESS) ready <= 1'b1;
+    wire [SUM_W-1:0] drained_sum;       // the drain's sum, at d3 (STACKED: at E3)
+    generate
+        if (STACKED == 0) begin : g_banks
+            reg [LOCAL_W-1:0] clear_addr;
+            always @(posedge clk) begin
+                if (rst) begin
+                    ready <= 1'b0;
+                    clear_addr <= {LOCAL_W{1'b0}};
+                end else if (!ready) begin
+                    clear_addr <= clear_addr + 1'b1;
+                    if (clear_addr == LAST_ADDRESS) ready <= 1'b1;
+                end
+            end
+
+            // A bank is written with the MAC's sums, or cleared: after reset, and a cycle after the
+            // drain has read an address. A clear's zero comes from the bank's own copy of the sum
+            // register, whose synchronous reset makes it (a flip-flop's reset pin instead of a
+            // multiplexer in front of the RAM's data: 2 x SUM_W LUTs fewer, 2 x SUM_W flip-flops
+            // more, and LUTs are what a large design runs out of). The MAC never writes the bank
+            // being cleared: the drain and the MAC never use the same bank at once. Nothing forwards
+            // a clear, so the MAC's first read of a drained bank must come 2 or more cycles after the
+            // drain's last read of it: it comes 13 or more later (the bank is released when the
+            // drain's last word is written, and an entry then passes the unit's registers and this
+            // PE's FIFO first).
+            reg wipe0, wipe1;               // clear `wipe_addr` of bank b
+            reg [LOCAL_W-1:0] wipe_addr;
+            reg [SUM_W-1:0] sum0, sum1;     // e4_sum, or zero for a clear of bank b
+            wire drain0 = drain_read && !drain_bank;
+            wire drain1 = drain_read && drain_bank;
+            always @(posedge clk) begin
+                wipe0 <= !ready || drain0;
+                wipe1 <= !ready || drain1;
+                wipe_addr <= !ready ? clear_addr : drain_addr;
+                e4_sum <= base + product;
+                if (!ready || drain0) sum0 <= {SUM_W{1'b0}};
+                else sum0 <= base + product;
+                if (!ready || drain1) sum1 <= {SUM_W{1'b0}};
+                else sum1 <= base + product;
+            end
+
+            wire [SUM_W-1:0] read0, read1;
+            reg [SUM_W-1:0] read0_r, read1_r;  // the output registers
+            reg e2_from1, e3_from1;         // the bank the MAC's read came from, at E2 and E3
+            fg_ram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank0 (
+                .clk(clk),
+                .we(wipe0 || (e4_valid && !e4_end && !e4_bank)),
+                .waddr(wipe0 ? wipe_addr : e4_local),
+                .wdata(sum0),
+                .re(1'b1),
+                .raddr(drain0 ? drain_addr : e1_local),
+                .rdata(read0)
+            );
+            fg_ram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank1 (
+                .clk(clk),
+                .we(wipe1 || (e4_valid && !e4_end && e4_bank)),
+                .waddr(wipe1 ? wipe_addr : e4_local),
+                .wdata(sum1),
+                .re(1'b1),
+                .raddr(drain1 ? drain_addr : e1_local),
+                .rdata(read1)
+            );
+            // The drain and the MAC never use the same bank at once (a vector's entries come only
+            // after the drain of the vector two before), so each read's data is the one it asked for.
+            reg d2_bank;
+            always @(posedge clk) begin
+                read0_r <= read0;
+                read1_r <= read1;
+                e2_from1 <= e1_bank;
+                e3_from1 <= e2_from1;
+                d2_bank <= drain_bank;
+            end
+            assign e3_read = e3_from1 ? read1_r : read0_r;
+            assign drained_sum = d2_bank ? read1_r : read0_r;
+        end else begin : g_stacked
+            // One memory, {bank, local} its address. The drain's read is in the pipeline from E1
+            // (its address in e1_bank and e1_local) to E4, where it writes a zero.
+            reg e1_clear, e2_clear, e3_clear, e4_clear;
+            always @(posedge clk) begin
+                if (rst) begin
+                    e1_clear <= 1'b0;
+                    e2_clear <= 1'b0;
+                    e3_clear <= 1'b0;
+                    e4_clear <= 1'b0;
+                end else begin
+                    e1_clear <= drain_read;
+                    e2_clear <= e1_clear;
+                    e3_clear <= e2_clear;
+                    e4_clear <= e3_clear;
+                end
+            end
+            // After reset every word is cleared, one a cycle.
+            reg [LOCAL_W:0] clear_addr;
+            always @(posedge clk) begin
+                if (rst) begin
+                    ready <= 1'b0;
+                    clear_addr <= {(LOCAL_W + 1){1'b0}};
+                end else if (!ready) begin
+                    clear_addr <= clear_addr + 1'b1;
+                    if (&clear_addr) ready <= 1'b1;
+                end
+            end
+            // The write data is the sum register, whose synchronous reset makes a clear's zero (the
+            // drain's slot at E3, or the clearing after reset): no multiplexer in front of the RAM.
+            reg wipe;
+            reg [LOCAL_W:0] wipe_addr;
+            always @(posedge clk) begin
+                wipe <= !ready;
+                wipe_addr <= clear_addr;
+                if (!ready || e3_clear) e4_sum <= {SUM_W{1'b0}};
+                else e4_sum <= base + product;
+            end
+            wire [SUM_W-1:0] read;
+            reg [SUM_W-1:0] read_r;         // the output register
+            fg_ram #(.WIDTH(SUM_W), .DEPTH(2 << LOCAL_W), .STYLE(ACC_STYLE)) u_banks (
+                .clk(clk),
+                .we(wipe || e4_clear || (e4_valid && !e4_end)),
+                .waddr(wipe ? wipe_addr : {e4_bank, e4_local}),
+                .wdata(e4_sum),
+                .re(1'b1),
+                .raddr({e1_bank, e1_local}),
+                .rdata(read)
+            );
+            always @(posedge clk) read_r <= read;
+            assign e3_read = read_r;
+            assign drained_sum = read_r;
         end
-    end
-
-    // A bank is written with the MAC's sums, or cleared: after reset, and a cycle after the drain
-    // has read an address. A clear's zero comes from the bank's own copy of the sum register, whose
-    // synchronous reset makes it (a flip-flop's reset pin instead of a multiplexer in front of the
-    // RAM's data: 2 x SUM_W LUTs fewer, 2 x SUM_W flip-flops more, and LUTs are what a large design
-    // runs out of). The MAC never writes the bank being cleared: the drain and the MAC never use
-    // the same bank at once. Nothing forwards a clear, so the MAC's first read of a drained bank
-    // must come 2 or more cycles after the drain's last read of it: it comes 13 or more later (the
-    // bank is released when the drain's last word is written, and an entry then passes the unit's
-    // registers and this PE's FIFO first).
-    reg wipe0, wipe1;                   // clear `wipe_addr` of bank b
-    reg [LOCAL_W-1:0] wipe_addr;
-    reg [SUM_W-1:0] sum0, sum1;         // e4_sum, or zero for a clear of bank b
-    wire drain0 = drain_read && !drain_bank;
-    wire drain1 = drain_read && drain_bank;
-    always @(posedge clk) begin
-        wipe0 <= !ready || drain0;
-        wipe1 <= !ready || drain1;
-        wipe_addr <= !ready ? clear_addr : drain_addr;
-        if (!ready || drain0) sum0 <= {SUM_W{1'b0}};
-        else sum0 <= base + product;
-        if (!ready || drain1) sum1 <= {SUM_W{1'b0}};
-        else sum1 <= base + product;
-    end
-
-    wire [SUM_W-1:0] read0, read1;
-    reg [SUM_W-1:0] read0_r, read1_r;   // the output registers
-    reg e2_from1, e3_from1;             // the bank the MAC's read came from, at E2 and E3
-    fg_ram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank0 (
-        .clk(clk),
-        .we(wipe0 || (e4_valid && !e4_end && !e4_bank)),
-        .waddr(wipe0 ? wipe_addr : e4_local),
-        .wdata(sum0),
-        .re(1'b1),
-        .raddr(drain0 ? drain_addr : e1_local),
-        .rdata(read0)
-    );
-    fg_ram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank1 (
-        .clk(clk),
-        .we(wipe1 || (e4_valid && !e4_end && e4_bank)),
-        .waddr(wipe1 ? wipe_addr : e4_local),
-        .wdata(sum1),
-        .re(1'b1),
-        .raddr(drain1 ? drain_addr : e1_local),
-        .rdata(read1)
-    );
-    // The drain and the MAC never use the same bank at once (a vector's entries come only after
-    // the drain of the vector two before), so each read's data is the one it asked for.
-    reg d2_bank;
-    always @(posedge clk) begin
-        read0_r <= read0;
-        read1_r <= read1;
-        e2_from1 <= e1_bank;
-        e3_from1 <= e2_from1;
-        d2_bank <= drain_bank;
-    end
-    assign e3_read = e3_from1 ? read1_r : read0_r;
+    endgenerate
 
     // ---- drain: requantize ------------------------------------------------------------------------
     // d3: the accumulator (with the bias, given at d3) -> r1: total -> r2: shifted -> y: clamped
-    wire [SUM_W-1:0] drained_sum = d2_bank ? read1_r : read0_r;
     // the sum times 2^SCALE_SHIFT: wiring; a negative SCALE subtracts it (SCALE_SHIFT >= 0 only:
     // otherwise the PE has multiplied already)
     localparam integer SUBTRACT = (W_BITS == 0 && SCALE < 0 && SCALE_SHIFT >= 0) ? 1 : 0;

@@ -39,6 +39,7 @@ module fg_stage #(
     parameter integer HI = 32767,
     parameter integer DENSE = 0,        // the model's last layer: dense beats out
     parameter integer LOADED = 0,       // the weights are in UltraRAM, loaded through the load chain
+    parameter integer STACKED = 0,      // the PEs' two banks in one memory: the drain takes a MAC slot
     parameter integer LOAD_W = 1,       // the load chain's beats
     parameter integer PE_FIFO_DEPTH = 32,
     parameter integer PE_SLACK = 8,
@@ -95,7 +96,8 @@ module fg_stage #(
     localparam integer ROW_W = START_W + CNT_W;
     localparam integer ROM_COPIES = (K + 1) / 2;   // a block RAM has two ports
     localparam integer WORD_W = 1 + LOCAL_W + COUNT_W + G + G * VALUE_W;
-    localparam integer DRAIN_LATENCY = 6;          // address decided -> y at the PEs
+    // address decided -> y at the PEs; stacked banks read a cycle later, in the MAC pipeline's slot
+    localparam integer DRAIN_LATENCY = 6 + STACKED;
     localparam [31:0] LAST_ADDRESS32 = ADDRESSES - 1;
     localparam [LOCAL_W-1:0] LAST_ADDRESS = LAST_ADDRESS32[LOCAL_W-1:0];
     localparam integer LAST_OUTPUTS = N_OUT - (ADDRESSES - 1) * P;  // real outputs at the last address
@@ -242,7 +244,8 @@ module fg_stage #(
                 .K(K), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .CB_W(CB_W), .CODEBOOK(CODEBOOK),
                 .ACC_W(ACC_W), .SUM_W(SUM_W),
                 .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT), .SHIFT_W(6),
-                .FIFO_DEPTH(PE_FIFO_DEPTH), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE)
+                .FIFO_DEPTH(PE_FIFO_DEPTH), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE),
+                .STACKED(STACKED)
             ) u_pe (
                 .clk(clk), .rst(rst), .ready(pe_ready[p]),
                 .in_entry(in_entry), .in_write(in_write), .in_room(pe_room[p*K +: K]),
@@ -283,11 +286,27 @@ module fg_stage #(
     wire y_last = flight_last[DRAIN_LATENCY-1];
     wire [LOCAL_W-1:0] y_addr = flight_addr[(DRAIN_LATENCY-1)*LOCAL_W +: LOCAL_W];
 
-    // A bias table of one row is a constant: synthesis keeps no ROM.
+    // A bias table of one row is a constant: synthesis keeps no ROM. Its row meets the sum at the
+    // PEs: read when the PEs read their bank, a cycle after the drain's read with stacked banks.
     localparam integer BIAS_AW = (BIAS_ROWS > 1) ? LOCAL_W : 1;
-    wire [BIAS_AW-1:0] bias_addr = (BIAS_ROWS > 1) ? drain_addr[BIAS_AW-1:0] : {BIAS_AW{1'b0}};
+    wire [BIAS_AW-1:0] bias_index = (BIAS_ROWS > 1) ? drain_addr[BIAS_AW-1:0] : {BIAS_AW{1'b0}};
+    reg bias_read;
+    reg [BIAS_AW-1:0] bias_addr;
+    generate
+        if (STACKED != 0) begin : g_bias_late
+            always @(posedge clk) begin
+                bias_read <= drain_read;
+                bias_addr <= bias_index;
+            end
+        end else begin : g_bias_now
+            always @(*) begin
+                bias_read = drain_read;
+                bias_addr = bias_index;
+            end
+        end
+    endgenerate
     fg_rom #(.WIDTH(P * ACC_W), .DEPTH(BIAS_ROWS), .PORTS(1), .STYLE(BIAS_STYLE), .INIT(BIAS_FILE)) u_bias (
-        .clk(clk), .en(drain_read), .addr(bias_addr), .data(bias_row)
+        .clk(clk), .en(bias_read), .addr(bias_addr), .data(bias_row)
     );
 
     always @(posedge clk) begin
@@ -410,16 +429,17 @@ module fg_stage #(
     endgenerate
 
     // ---- performance counters ----------------------------------------------------------------------
-    // A vector's compute cycles: the units issue or the PEs work; cycles when both only wait
-    // (for activations from the stage before, or for a bank the drain has not emptied) are the
-    // pipeline's, not this layer's.
+    // A vector's compute cycles: the units issue or the PEs work (with stacked banks, a drain's read
+    // in a PE's slot is its work too); cycles when both only wait (for activations from the stage
+    // before, or for a bank the drain has not emptied) are the pipeline's, not this layer's.
+    wire pes_drain = STACKED != 0 && drain_read;
     always @(posedge clk) begin
         if (rst) begin
             perf_busy <= 32'd0;
             perf_drain <= 32'd0;
             perf_vectors <= 32'd0;
         end else begin
-            if ((|unit_working) || (|pe_busy)) perf_busy <= perf_busy + 32'd1;
+            if ((|unit_working) || (|pe_busy) || pes_drain) perf_busy <= perf_busy + 32'd1;
             if (draining && (!issuing || room)) perf_drain <= perf_drain + 32'd1;
             if (finish) perf_vectors <= perf_vectors + 32'd1;
         end
