@@ -49,7 +49,7 @@ def recorded_decisions(manifest: dict, where: Path) -> Recorded:
                 for stage in recorded["stages"]
             ),
             in_lanes=int(recorded["in_lanes"]),
-            deep_channels=bool(recorded["deep_channels"]),
+            deep_channels=recorded["deep_channels"],
             board=board.name,
             clock_mhz=board.clock_mhz,
             policy=recorded["policy"],

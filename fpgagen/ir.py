@@ -113,9 +113,10 @@ class Schedule:
     policy: str  # "auto", "dataflow" or "sequential"
     objective: str  # "throughput" or "latency"
     estimate: object | None = None  # fpgagen.schedule.cost_model.DesignEstimate
-    # every channel between two stages (and the reader's) buffers several vectors in block RAM
-    # (fpgagen.engine.geometry.Channel.deep_depth), not a few items in LUTRAM
-    deep_channels: bool = False
+    # every channel between two stages (and the reader's) holds a whole vector's items per
+    # sub-channel (fpgagen.engine.geometry.Channel.deep_depth) in this kind of memory, BRAM or URAM,
+    # not a few items in LUTRAM (docs/engine.md, "Deep channels"); None: shallow channels
+    deep_channels: str | None = None
     # what the scheduler could not prove least in its time ("interval", "latency"): its solver
     # stopped with the best design it had found (fpgagen.schedule.scheduler.PROGRAM_SECONDS)
     unproven: tuple[str, ...] = ()

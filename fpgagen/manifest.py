@@ -22,7 +22,7 @@ from .engine import EnginePlan
 from .errors import FpgagenError
 from .ir import Model
 
-SCHEMA = "fpgagen.manifest/5"
+SCHEMA = "fpgagen.manifest/6"
 SCHEMA_FAMILY = "fpgagen.manifest/"  # every version: a folder holding any of them is an earlier design
 NAME = "manifest.json"
 

@@ -206,12 +206,16 @@ def check_rtl_follows_the_plan(rtl: Path, plan: EnginePlan) -> None:
             if any(memory.role == role for memory in stage.memories):
                 kind = stage.memory(role).kind
                 assert found[parameter] == f'"{STYLES[kind]}"', f"stage {stage.index} {role}: {found[parameter]}"
-    # Channel k: `subs` FIFOs of the schedule's depth, of the kind its producer's plan chose.
+    # Channel k: `subs` FIFOs of the schedule's depth, of the kind its producer's plan chose (a
+    # deep channel's: the schedule's).
     producers = [plan.reader_memories, *(stage.memories for stage in plan.stages)]
+    deep = plan.model.schedule.deep_channels
     for k, (channel, memories) in enumerate(zip(plan.channels, producers)):
-        depth = channel.deep_depth if plan.model.schedule.deep_channels else CHANNEL_DEPTH
+        depth = channel.deep_depth if deep else CHANNEL_DEPTH
         (memory,) = [m for m in memories if m.role in ("input items", "output items")]
         assert (memory.count, memory.width, memory.depth) == (channel.subs, channel.item_bits, depth)
+        if deep:  # a whole vector's items, every value nonzero
+            assert depth >= channel.vector_items and memory.kind == deep, f"channel {k}: {memory.kind}"
         fifo = re.search(rf"g_ch{k}\b.*?fg_fifo #\((?P<params>.*?)\)\s*u_fifo", core, re.DOTALL)
         params = dict(_PARAMETER.findall(fifo["params"]))
         assert (int(params["WIDTH"]), int(params["DEPTH"]), int(params["SLACK"]), params["STYLE"]) == (

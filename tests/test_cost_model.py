@@ -29,7 +29,17 @@ from fpgagen.engine.memory import BRAM as BLOCK_RAM
 from fpgagen.engine.memory import CONSTANT, LUTRAM, Memory
 from fpgagen.engine.memory import URAM as ULTRA_RAM
 from fpgagen.examples.graphchallenge import draw_images, network
-from fpgagen.ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, Activation, Layer, Model, Stage, sparse_weights
+from fpgagen.ir import (
+    BRAM,
+    DATAFLOW,
+    OFFCHIP,
+    SEQUENTIAL,
+    Activation,
+    Layer,
+    Model,
+    Stage,
+    sparse_weights,
+)
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.quantize import quantize
 from fpgagen.schedule import cost_model, work
@@ -57,7 +67,7 @@ from fpgagen.schedule.cost_model import (
     price,
     total,
 )
-from fpgagen.schedule.scheduler import deepens
+from fpgagen.schedule.scheduler import deepening
 from fpgagen.schedule.work import place
 
 # Row 0 feeds outputs 0, 2, 3; row 1 nothing; row 2 outputs 1 and 4. With P = 2 and output j on
@@ -535,16 +545,21 @@ def test_deep_channels_are_taken_when_they_fit_and_help():
     activity = Activity.from_calibration(model, images)
     cost = CostModel(model, BOARD, activity)
     stages = tuple(Stage(DATAFLOW, (index,), 4, BRAM, 2) for index in range(len(model.layers)))
-    shallow, deep = cost.estimate(stages, 8), cost.estimate(stages, 8, deep_channels=True)
+    shallow, deep = cost.estimate(stages, 8), cost.estimate(stages, 8, deep_channels=BLOCK_RAM)
     assert deep.interval < shallow.interval and deep.bottleneck == shallow.bottleneck
     # one RAMB18 (512 items of up to 36 bits) per sub-channel instead of a LUTRAM column
     subs = [cost.reader_memories()[1].count] + [stage.units for stage in stages[:-1]]
     assert deep.resources.bram - shallow.resources.bram == sum(math.ceil(n / 2) for n in subs)
-    assert deepens(cost, stages, 8)
-    no_room = replace(BOARD, bram36=BOARD.shell_bram36 + shallow.resources.bram)
-    assert not deepens(CostModel(model, no_room, activity), stages, 8)
+    assert deepening(cost, stages, 8) == BLOCK_RAM
+    # no block RAM left: UltraRAM, a URAM288 a sub-channel; neither: shallow channels
+    no_bram = replace(BOARD, bram36=BOARD.shell_bram36 + shallow.resources.bram)
+    assert deepening(CostModel(model, no_bram, activity), stages, 8) == ULTRA_RAM
+    in_uram = CostModel(model, no_bram, activity).estimate(stages, 8, deep_channels=ULTRA_RAM)
+    assert in_uram.resources.uram - shallow.resources.uram == sum(subs)
+    assert in_uram.interval == deep.interval
+    assert deepening(CostModel(model, replace(no_bram, uram=0), activity), stages, 8) is None
     # a density: one expected vector, nothing to overlap
-    assert not deepens(CostModel(model, BOARD, Activity.uniform(model, 0.5)), stages, 8)
+    assert deepening(CostModel(model, BOARD, Activity.uniform(model, 0.5)), stages, 8) is None
 
 
 def test_stacked_banks_halve_the_accumulators_block_ram_for_a_cycle_an_address(monkeypatch):

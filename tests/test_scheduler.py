@@ -10,7 +10,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from plan_checks import check_design_follows_plan
 
+from fpgagen.compile import write_design
 from fpgagen.engine.geometry import STRIPES, UNITS, loadable
 from fpgagen.engine.plan import plan_engine
 from fpgagen.errors import DoesNotFit, FpgagenError
@@ -425,6 +427,29 @@ def test_the_scheduler_loads_weights_into_ultraram_when_block_ram_is_short():
     assert sorted(stage.weight_memory for stage in stages) == ["bram", "uram"]
     with pytest.raises(DoesNotFit, match="short of BRAM"):
         schedule(model, replace(short, uram=0), DATAFLOW, pes=8)
+
+
+def test_deep_channels_go_to_ultraram_when_block_ram_is_short(tmp_path):
+    """Images slow at different layers want deep channels; with no block RAM left for them they
+    go to UltraRAM (a FIFO needs no initial contents), as the plan, the RTL's FIFOs and the HLS
+    streams say; without UltraRAM either, the channels stay shallow."""
+    images = draw_images(64, 16, np.random.default_rng(3)).toarray()
+    model = quantize(network(64, 3), parse_precision("w8a16"), images)
+    activity = Activity.from_calibration(model, images)
+    roomy = schedule(model, U280, DATAFLOW, pes=4, activity=activity)
+    assert roomy.schedule.deep_channels == "bram"
+    shallow = CostModel(model, U280, activity).estimate(roomy.schedule.stages, 1024)
+    short = board(bram36=shallow.resources.bram, uram=960, shell_uram=0)
+    scheduled = schedule(model, short, DATAFLOW, pes=4, activity=activity)
+    assert scheduled.schedule.stages == roomy.schedule.stages and scheduled.schedule.deep_channels == "uram"
+    plan = plan_engine(relabel(scheduled), short)
+    assert all((channel.memory, channel.depth) == ("uram", channel.deep_depth) for channel in plan.channels)
+    outdir = tmp_path / "design"
+    write_design(relabel(scheduled), short, outdir, images[:2])
+    check_design_follows_plan(outdir, relabel(scheduled))  # the RTL's channel FIFOs: the plan's kind, "ultra"
+    top = next((outdir / "hls").glob("*_top.cpp")).read_text()
+    assert all(f"variable=ch{k} type=fifo impl=uram" in top for k in range(len(plan.channels)))
+    assert schedule(model, replace(short, uram=0), DATAFLOW, pes=4, activity=activity).schedule.deep_channels is None
 
 
 def test_a_sequential_stage_whose_port_or_slots_are_too_wide_is_refused():

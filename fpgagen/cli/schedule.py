@@ -106,10 +106,12 @@ def schedule_command(
         f"({estimate.roofline.bound:,.0f} vectors/s)"
     )
     out.print(f"cycles assume {estimate.activity}")
-    if estimate.deep_channels:
+    deep = estimate.deep_channels
+    if deep:
+        memory = {"bram": "block RAM", "uram": "UltraRAM"}[deep]
         out.print(
-            f"channels: deep (a whole vector's items a sub-channel, in block RAM), so that stages slow "
-            f"on different vectors do not hold each other up (the slowest stage alone: {estimate.bottleneck:,.1f} cycles)"
+            f"channels: deep (a whole vector's items a sub-channel, in {memory}), so that stages slow on "
+            f"different vectors do not hold each other up (the slowest stage alone: {estimate.bottleneck:,.1f} cycles)"
         )
 
 

@@ -189,6 +189,7 @@ class Channel:
     subs: int
     length: int
     depth: int = CHANNEL_DEPTH  # items per sub-channel: CHANNEL_DEPTH, or `deep_depth` when deep
+    memory: str | None = None  # a deep channel's kind of memory, the schedule's (None: by its size)
 
     @property
     def index_bits(self) -> int:
@@ -211,6 +212,8 @@ class Channel:
         return max(DEEP_CHANNEL_DEPTH, 1 << (self.vector_items - 1).bit_length())
 
     def memories(self, role: str) -> list[Memory]:
+        if self.memory is not None:
+            return [Memory(f"{role} items", self.depth, self.item_bits, self.memory, self.subs)]
         return [Memory.sized(f"{role} items", self.depth, self.item_bits, self.subs)]
 
 

@@ -63,13 +63,16 @@ def layer_shape(
     )
 
 
-def channel(subs: int, length: int, deep: bool) -> Channel:
-    """A channel of `subs` sub-channels carrying vectors of `length`, `deep` or shallow."""
+def channel(subs: int, length: int, deep: str | None) -> Channel:
+    """A channel of `subs` sub-channels carrying vectors of `length`: deep, in the kind of memory
+    `deep` names (Schedule.deep_channels), or shallow (None)."""
     shallow = Channel(subs, length)
-    return replace(shallow, depth=shallow.deep_depth) if deep else shallow
+    if deep is None:
+        return shallow
+    return replace(shallow, depth=shallow.deep_depth, memory=deep)
 
 
-def stage_output(model: Model, last_layer: int, pes: int, units: int, deep: bool = False) -> Output:
+def stage_output(model: Model, last_layer: int, pes: int, units: int, deep: str | None = None) -> Output:
     """Where a stage ending with `last_layer` drains: the next stage's channel, one sub-channel
     per issue unit (a stage serializes as many activations a cycle as it takes), or dense beats."""
     if last_layer == len(model.layers) - 1:
@@ -77,7 +80,7 @@ def stage_output(model: Model, last_layer: int, pes: int, units: int, deep: bool
     return channel(units, model.layers[last_layer].out_features, deep)
 
 
-def reader_channel(in_features: int, lanes: int, deep: bool = False) -> Channel:
+def reader_channel(in_features: int, lanes: int, deep: str | None = None) -> Channel:
     """The first channel: the input reader's groups of each beat."""
     return channel(min(READER_GROUPS, lanes), in_features, deep)
 

@@ -100,6 +100,13 @@ STAGE_LUT, STAGE_FF = 0, 129  # the fit puts a stage's LUTs into its units
 CHANNEL_LUT, CHANNEL_FF = 379, 510
 # passes of the activity's sample through a design with deep channels (CostModel.design_interval)
 TANDEM_PASSES = 4
+# Vectors a stage finishes ahead of the next through a deep channel (CostModel.design_interval):
+# measured in Verilator as the tandem line that reproduces the RTL's interval, whatever the channel's
+# depth. Graph Challenge 1024 x 8, its 32 images four times: at P = 32, K = 2 (the channels' vectors
+# up to 513 items a sub-channel) 676.0 cycles a vector with 512, 1024 and 2048 items alike, modelled
+# 682.2 (2 ahead), 639.0 (4 ahead), 721.7 (1 ahead); at P = 64, K = 4 (257 items), 512 items: 357.5,
+# modelled 348.9 (2 ahead)
+DEEP_CHANNEL_AHEAD = 2
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, UNIT_LUT, STAGE_LUT)
 FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, UNIT_FF, STAGE_FF)
@@ -420,7 +427,7 @@ class DesignEstimate:
     stages: tuple[StageEstimate, ...]
     roofline: Roofline
     interval: float  # cycles between vectors in steady state: see CostModel.design_interval
-    deep_channels: bool = False  # the channels hold several vectors (Schedule.deep_channels)
+    deep_channels: str | None = None  # the deep channels' kind of memory (Schedule.deep_channels)
     resources: Resources = field(init=False)
     bottleneck: float = field(init=False)  # the slowest stage's (or the reader's) mean interval
     latency: float = field(init=False)
@@ -652,7 +659,7 @@ class CostModel:
             lanes, interval, interval + L_READER, total(reader_memories(channel, lanes)) + READER_LOGIC, held
         )
 
-    def reader_memories(self, lanes: int | None = None, deep: bool = False) -> list[Memory]:
+    def reader_memories(self, lanes: int | None = None, deep: str | None = None) -> list[Memory]:
         n_in = self.model.in_features
         lanes = in_lanes(n_in) if lanes is None else lanes
         return reader_memories(reader_channel(n_in, lanes, deep), lanes)
@@ -660,10 +667,10 @@ class CostModel:
     # Dataflow stages ---------------------------------------------------------------------------
 
     def dataflow_memories(
-        self, index: int, pes: int, units: int, loaded: bool = False, deep: bool = False
+        self, index: int, pes: int, units: int, loaded: bool = False, deep: str | None = None
     ) -> list[Memory]:
         """Every memory of a dataflow stage running layer `index` on P PEs and K units, its weights
-        `loaded` into UltraRAM or in a ROM, its output channel `deep` or not (fpgagen.engine)."""
+        `loaded` into UltraRAM or in a ROM, its output channel `deep` or shallow (fpgagen.engine)."""
         shape = self.shape(index, pes)
         output = stage_output(self.model, index, pes, units, deep)
         return dataflow_memories(shape, units, bits_for(shape.n_in - 1), output, loaded)
@@ -784,10 +791,10 @@ class CostModel:
         return SequentialShape.of(pes, [self.shape(index, pes) for index in range(first, last + 1)], channels)
 
     def sequential_memories(
-        self, first: int, last: int, pes: int, channels: int = 1, deep: bool = False
+        self, first: int, last: int, pes: int, channels: int = 1, deep: str | None = None
     ) -> list[Memory]:
         """Every memory of a sequential stage running layers first..last, its output channel
-        `deep` or not (fpgagen.engine)."""
+        `deep` or shallow (fpgagen.engine)."""
         shape = self.sequential_shape(first, last, pes, channels)
         return sequential_memories(shape, stage_output(self.model, last, pes, 1, deep), self.uram)
 
@@ -858,20 +865,25 @@ class CostModel:
         return Roofline(macs, dsp_bound, lut_bound, offchip, memory_bound)
 
     def estimate(
-        self, stages: tuple[Stage, ...], batch: int, in_lanes: int | None = None, deep_channels: bool = False
+        self,
+        stages: tuple[Stage, ...],
+        batch: int,
+        in_lanes: int | None = None,
+        deep_channels: str | None = None,
     ) -> DesignEstimate:
         """The figures of a design of `stages` (and a reader of `in_lanes` values a beat, by default
-        the engine's choice) over a batch, its channels `deep` or not."""
+        the engine's choice) over a batch, its channels deep in the kind of memory `deep_channels`
+        names, or shallow (None)."""
         layer_estimates: list[LayerEstimate] = []
         stage_estimates: list[StageEstimate] = []
         reader = self.reader(in_lanes)
         if deep_channels:
-            reader = replace(reader, resources=reader.resources + self.reader_deepening(reader.lanes))
+            reader = replace(reader, resources=reader.resources + self.reader_deepening(reader.lanes, deep_channels))
         held = [reader.held]
         for number, stage in enumerate(stages):
             cost = self.stage(stage)
             if deep_channels:
-                cost = replace(cost, resources=cost.resources + self.output_deepening(stage))
+                cost = replace(cost, resources=cost.resources + self.output_deepening(stage, deep_channels))
             held.append(cost.held)
             if stage.mode == DATAFLOW:
                 cycles = [self.cycles(stage.layers[0], stage.pes, DATAFLOW, stage.units)]
@@ -917,38 +929,27 @@ class CostModel:
             layers=tuple(layer_estimates),
             stages=tuple(stage_estimates),
             roofline=self.roofline(),
-            interval=self.design_interval(
-                held, self.channel_capacities(stages, reader.lanes) if deep_channels else None
-            ),
+            interval=self.design_interval(held, [DEEP_CHANNEL_AHEAD] * len(stages) if deep_channels else None),
             deep_channels=deep_channels,
         )
 
-    def reader_deepening(self, lanes: int) -> Resources:
-        """What deep channels add to the reader: its channel's FIFOs in block RAM."""
-        return total(self.reader_memories(lanes, deep=True)) - total(self.reader_memories(lanes))
+    def reader_deepening(self, lanes: int, deep: str) -> Resources:
+        """What `deep` channels add to the reader: its channel's FIFOs, deeper and in block RAM or
+        UltraRAM instead of LUTRAM."""
+        return total(self.reader_memories(lanes, deep)) - total(self.reader_memories(lanes))
 
-    def output_deepening(self, stage: Stage) -> Resources:
-        """What deep channels add to `stage`: its output channel's FIFOs in block RAM (nothing for
-        the model's last stage, which drains dense beats)."""
+    def output_deepening(self, stage: Stage, deep: str) -> Resources:
+        """What `deep` channels add to `stage`: its output channel's FIFOs (nothing for the model's
+        last stage, which drains dense beats)."""
         if stage.mode == DATAFLOW:
             index, pes, units, loaded = stage.layers[0], stage.pes, stage.units, stage.weight_memory == URAM
-            return total(self.dataflow_memories(index, pes, units, loaded, deep=True)) - total(
+            return total(self.dataflow_memories(index, pes, units, loaded, deep)) - total(
                 self.dataflow_memories(index, pes, units, loaded)
             )
         first, last, pes, channels = stage.layers[0], stage.layers[-1], stage.pes, stage.channels
-        return total(self.sequential_memories(first, last, pes, channels, deep=True)) - total(
+        return total(self.sequential_memories(first, last, pes, channels, deep)) - total(
             self.sequential_memories(first, last, pes, channels)
         )
-
-    def channel_capacities(self, stages: tuple[Stage, ...], lanes: int) -> list[int]:
-        """The vectors each deep channel lets its producer run ahead of its consumer: the whole
-        vectors of items its FIFOs hold at the most (`Channel.vector_items`: every value nonzero),
-        and one for the bank the consumer fills. Fitted on bench_rtl's Graph Challenge 1024 x 8 in
-        steady state (docs/cost-model.md, "Designs")."""
-        channels = [reader_channel(self.model.in_features, lanes, deep=True)]
-        for stage in stages[:-1]:
-            channels.append(stage_output(self.model, stage.layers[-1], stage.pes, stage.units, deep=True))
-        return [channel.depth // channel.vector_items + 1 for channel in channels]
 
     @staticmethod
     def design_interval(held: list[np.ndarray], capacities: list[int] | None = None) -> float:

@@ -48,7 +48,7 @@ from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from ..engine.clock import engine_clocked
 from ..engine.geometry import MAX_PORT_BITS, STRIPES, UNITS
 from ..errors import DoesNotFit, FpgagenError
-from ..ir import DATAFLOW, SEQUENTIAL, Model, Schedule, Stage
+from ..ir import BRAM, DATAFLOW, SEQUENTIAL, URAM, Model, Schedule, Stage
 from .activity import Activity
 from .apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
 from .boards import Board, load_board
@@ -103,7 +103,7 @@ def schedule(
     problem = Problem(cost, candidate_stages(cost, policy, pes))
     chosen = solve(problem, objective, _describe(policy, pes))
     stages = tuple(candidate.stage for candidate in chosen)
-    deep = deepens(cost, stages, batch)
+    deep = deepening(cost, stages, batch)
     scheduled = Schedule(
         stages=stages,
         in_lanes=cost.reader().lanes,
@@ -118,13 +118,18 @@ def schedule(
     return apply_schedule(model, scheduled)
 
 
-def deepens(cost: CostModel, stages: tuple[Stage, ...], batch: int) -> bool:
-    """Whether the design's channels are to be deep: when the budget has the block RAM they take
-    left and they shorten the interval. They only decouple stages that are slow on different
-    vectors, so a design whose vectors all take as long (scheduled for a density) keeps shallow ones."""
+def deepening(cost: CostModel, stages: tuple[Stage, ...], batch: int) -> str | None:
+    """Whether the design's channels are to be deep, and in which memory: block RAM when the
+    budget has it left, else UltraRAM (which a FIFO may be: it needs no initial contents) on a
+    board that has it; None (shallow channels) when neither fits or deep channels do not shorten
+    the interval. They only decouple stages that are slow on different vectors, so a design whose
+    vectors all take as long (scheduled for a density) keeps shallow ones."""
     shallow = cost.estimate(stages, batch)
-    deep = cost.estimate(stages, batch, deep_channels=True)
-    return deep.resources.fits(shallow.budget) and deep.interval < shallow.interval
+    for memory in (BRAM, URAM) if cost.uram else (BRAM,):
+        deep = cost.estimate(stages, batch, deep_channels=memory)
+        if deep.resources.fits(shallow.budget):
+            return memory if deep.interval < shallow.interval else None
+    return None
 
 
 def candidate_stages(cost: CostModel, policy: str, pes: int | None = None) -> list[StageCost]:
