@@ -67,7 +67,7 @@ from fpgagen.schedule.cost_model import (
     price,
     total,
 )
-from fpgagen.schedule.scheduler import deepening
+from fpgagen.schedule.scheduler import Problem, deepening
 from fpgagen.schedule.work import place
 
 # Row 0 feeds outputs 0, 2, 3; row 1 nothing; row 2 outputs 1 and 4. With P = 2 and output j on
@@ -539,6 +539,14 @@ def test_a_full_channel_holds_its_producer():
     assert CostModel.design_interval(held, [8, 0]) == 8.0
 
 
+def deep_memory(cost: CostModel, stages: tuple[Stage, ...]) -> str | None:
+    """The memory of the deep channels that these stages get (for latency, which keeps its design:
+    no second search; tests/test_scheduler.py has the one for throughput)."""
+    kept, memory = deepening(Problem(cost, []), stages, 8, "latency", "design")
+    assert kept == stages
+    return memory
+
+
 def test_deep_channels_are_taken_when_they_fit_and_help():
     images = draw_images(64, 16, np.random.default_rng(3)).toarray()
     model = quantize(network(64, 3), parse_precision("w8a16"), images)
@@ -550,16 +558,16 @@ def test_deep_channels_are_taken_when_they_fit_and_help():
     # one RAMB18 (512 items of up to 36 bits) per sub-channel instead of a LUTRAM column
     subs = [cost.reader_memories()[1].count] + [stage.units for stage in stages[:-1]]
     assert deep.resources.bram - shallow.resources.bram == sum(math.ceil(n / 2) for n in subs)
-    assert deepening(cost, stages, 8) == BLOCK_RAM
+    assert deep_memory(cost, stages) == BLOCK_RAM
     # no block RAM left: UltraRAM, a URAM288 a sub-channel; neither: shallow channels
     no_bram = replace(BOARD, bram36=BOARD.shell_bram36 + shallow.resources.bram)
-    assert deepening(CostModel(model, no_bram, activity), stages, 8) == ULTRA_RAM
+    assert deep_memory(CostModel(model, no_bram, activity), stages) == ULTRA_RAM
     in_uram = CostModel(model, no_bram, activity).estimate(stages, 8, deep_channels=ULTRA_RAM)
     assert in_uram.resources.uram - shallow.resources.uram == sum(subs)
     assert in_uram.interval == deep.interval
-    assert deepening(CostModel(model, replace(no_bram, uram=0), activity), stages, 8) is None
+    assert deep_memory(CostModel(model, replace(no_bram, uram=0), activity), stages) is None
     # a density: one expected vector, nothing to overlap
-    assert deepening(CostModel(model, BOARD, Activity.uniform(model, 0.5)), stages, 8) is None
+    assert deep_memory(CostModel(model, BOARD, Activity.uniform(model, 0.5)), stages) is None
 
 
 def test_stacked_banks_halve_the_accumulators_block_ram_for_a_cycle_an_address(monkeypatch):

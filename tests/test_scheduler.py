@@ -452,6 +452,27 @@ def test_deep_channels_go_to_ultraram_when_block_ram_is_short(tmp_path):
     assert schedule(model, replace(short, uram=0), DATAFLOW, pes=4, activity=activity).schedule.deep_channels is None
 
 
+def test_the_search_makes_room_for_deep_channels_where_they_pay():
+    """A design that fills the block RAM leaves none for deep channels; for throughput the
+    search runs again with each stage charged for its deep channel and keeps the faster design:
+    here fewer issue units, 2 BRAM36 more instead of the 6 that deep channels add to the first."""
+    images = draw_images(64, 16, np.random.default_rng(3)).toarray()
+    model = quantize(network(64, 3), parse_precision("w8a16"), images)
+    activity = Activity.from_calibration(model, images)
+    roomy = schedule(model, U280, DATAFLOW, pes=4, activity=activity).schedule
+    cost = CostModel(model, U280, activity)
+    shallow, deep = cost.estimate(roomy.stages, 1024), cost.estimate(roomy.stages, 1024, deep_channels="bram")
+    assert roomy.deep_channels == "bram" and deep.interval < shallow.interval
+    tight = board(bram36=shallow.resources.bram + 2, uram=0)
+    assert not deep.resources.fits(board_budget(tight))
+    first = schedule(model, tight, DATAFLOW, pes=4, activity=activity, objective="latency").schedule
+    assert first.stages == roomy.stages and first.deep_channels is None  # latency keeps its design
+    made_room = schedule(model, tight, DATAFLOW, pes=4, activity=activity).schedule
+    assert made_room.deep_channels == "bram" and made_room.stages != roomy.stages
+    assert made_room.estimate.resources.fits(board_budget(tight))
+    assert made_room.estimate.interval < shallow.interval
+
+
 def test_a_sequential_stage_whose_port_or_slots_are_too_wide_is_refused():
     stages = (Stage(DATAFLOW, (0,), 4, "bram"), Stage(SEQUENTIAL, (1,), 32, "offchip"))
     wide = random_chain([20, 30, 10], 8, precision="w16a16")  # 32-bit slots: valid, an address bit, the weight

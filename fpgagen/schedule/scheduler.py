@@ -38,7 +38,7 @@ rest of the board, and the integer program runs only when it does not.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +52,7 @@ from ..ir import BRAM, DATAFLOW, SEQUENTIAL, URAM, Model, Schedule, Stage
 from .activity import Activity
 from .apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
 from .boards import Board, load_board
-from .cost_model import RESOURCE_KINDS, CostModel, StageCost, board_budget
+from .cost_model import RESOURCE_KINDS, CostModel, Resources, StageCost, board_budget
 
 POLICIES = ("auto", DATAFLOW, SEQUENTIAL)
 OBJECTIVES = ("throughput", "latency")
@@ -77,6 +77,7 @@ _DP_CELLS = 10_000_000  # the largest table `Problem.least_chain` builds: 80 MB 
 # loads of weights into UltraRAM): past this, the program's best design is taken, and the schedule
 # says that its latency is not proven least.
 PROGRAM_SECONDS = 15.0
+NOTHING = Resources()
 PRICE_ROUNDS = 30  # re-pricings of the resources before a feasibility question goes to the program
 
 
@@ -101,9 +102,9 @@ def schedule(
         raise FpgagenError(f"model {model.name} is not quantized; quantize it before scheduling")
     cost = CostModel(model, board, activity or Activity.uniform(model))
     problem = Problem(cost, candidate_stages(cost, policy, pes))
-    chosen = solve(problem, objective, _describe(policy, pes))
-    stages = tuple(candidate.stage for candidate in chosen)
-    deep = deepening(cost, stages, batch)
+    description = _describe(policy, pes)
+    stages = tuple(candidate.stage for candidate in solve(problem, objective, description))
+    stages, deep = deepening(problem, stages, batch, objective, description)
     scheduled = Schedule(
         stages=stages,
         in_lanes=cost.reader().lanes,
@@ -118,18 +119,51 @@ def schedule(
     return apply_schedule(model, scheduled)
 
 
-def deepening(cost: CostModel, stages: tuple[Stage, ...], batch: int) -> str | None:
-    """Whether the design's channels are to be deep, and in which memory: block RAM when the
-    budget has it left, else UltraRAM (which a FIFO may be: it needs no initial contents) on a
-    board that has it; None (shallow channels) when neither fits or deep channels do not shorten
+def deepening(
+    problem: Problem, stages: tuple[Stage, ...], batch: int, objective: str, description: str
+) -> tuple[tuple[Stage, ...], str | None]:
+    """The design's stages and whether its channels are to be deep, and in which memory: block
+    RAM when the budget has it left, else UltraRAM (which a FIFO may be: it needs no initial
+    contents) on a board that has it; None (shallow channels) when deep channels do not shorten
     the interval. They only decouple stages that are slow on different vectors, so a design whose
-    vectors all take as long (scheduled for a density) keeps shallow ones."""
+    vectors all take as long (scheduled for a density) keeps shallow ones.
+
+    The search prices stages, not channels, so its design may fill the board to the last block
+    (Graph Challenge 4096 x 120 on the U280 left 2 URAM too few for 242). For throughput, the
+    search then runs again with every candidate charged for its deep output channel, in the
+    memory the first design overran least, and the design of the shorter interval is kept."""
+    cost = problem.cost
     shallow = cost.estimate(stages, batch)
+    overruns = []
     for memory in (BRAM, URAM) if cost.uram else (BRAM,):
         deep = cost.estimate(stages, batch, deep_channels=memory)
+        if deep.interval >= shallow.interval:
+            return stages, None  # the same tandem line in either memory
         if deep.resources.fits(shallow.budget):
-            return memory if deep.interval < shallow.interval else None
-    return None
+            return stages, memory
+        overruns.append((_overrun(deep.resources, shallow.budget), memory))
+    if objective != "throughput":
+        return stages, None
+    memory = min(overruns)[1]
+    charged = Problem(
+        cost,
+        [replace(c, resources=c.resources + cost.output_deepening(c.stage, memory)) for c in problem.candidates],
+        reserved=cost.reader_deepening(cost.reader().lanes, memory),
+    )
+    try:
+        restaged = tuple(candidate.stage for candidate in solve(charged, objective, description))
+    except DoesNotFit:
+        return stages, None
+    deep = cost.estimate(restaged, batch, deep_channels=memory)
+    if not deep.resources.fits(shallow.budget) or deep.interval >= shallow.interval:
+        return stages, None
+    problem.timed_out.extend(charged.timed_out)
+    return restaged, memory
+
+
+def _overrun(used: Resources, budget: Resources) -> float:
+    """How far `used` exceeds `budget`: its largest excess over a resource, relative to the budget."""
+    return max((u - b) / max(b, 1) for u, b in zip(used.as_tuple(), budget.as_tuple()))
 
 
 def candidate_stages(cost: CostModel, policy: str, pes: int | None = None) -> list[StageCost]:
@@ -171,15 +205,23 @@ class _Design:
 class Problem:
     """Candidate stages as arrays, and the programs over them (see the module docstring)."""
 
-    def __init__(self, cost: CostModel, candidates: list[StageCost], timed_out: list[str] | None = None):
+    def __init__(
+        self,
+        cost: CostModel,
+        candidates: list[StageCost],
+        timed_out: list[str] | None = None,
+        reserved: Resources = NOTHING,
+    ):
         self.cost = cost
         self.candidates = candidates
         # what the programs stopped by PROGRAM_SECONDS left unproven; shared with every subset
         self.timed_out = [] if timed_out is None else timed_out
+        self.reserved = reserved  # kept free besides the reader (deep channels' share of it)
         self.layers = len(cost.layers)
         self.reader = cost.reader()
         self.channels = cost.board.channels
-        self.room = np.array(board_budget(cost.board).as_tuple(), dtype=np.float64) - self.reader.resources.as_tuple()
+        taken = self.reader.resources + reserved
+        self.room = np.array(board_budget(cost.board).as_tuple(), dtype=np.float64) - taken.as_tuple()
         self.first = np.array([c.first for c in candidates], dtype=np.int64)
         self.last = np.array([c.last for c in candidates], dtype=np.int64)
         self.interval = np.array([c.interval for c in candidates], dtype=np.float64)
@@ -191,7 +233,7 @@ class Problem:
         self.resources = np.array([c.resources.as_tuple() for c in candidates], dtype=np.float64).reshape(-1, 5)
 
     def subset(self, keep: np.ndarray) -> Problem:
-        return Problem(self.cost, [self.candidates[c] for c in np.flatnonzero(keep)], self.timed_out)
+        return Problem(self.cost, [self.candidates[c] for c in np.flatnonzero(keep)], self.timed_out, self.reserved)
 
     def evaluate(self, chosen: np.ndarray) -> _Design:
         """Interval and latency of a chain of candidates."""
