@@ -25,6 +25,7 @@ from ..engine.geometry import (
     OFFCHIP_SLOT_WIDTHS,
     PE_FIFO_DEPTH,
     STRIPES,
+    DenseOutput,
     LayerShape,
     LogicShape,
     SequentialShape,
@@ -950,16 +951,14 @@ class CostModel:
 
     def output_deepening(self, stage: Stage, deep: str) -> Resources:
         """What `deep` channels add to `stage`: its output channel's FIFOs (nothing for the model's
-        last stage, which drains dense beats)."""
-        if stage.mode == DATAFLOW:
-            index, pes, units, loaded = stage.layers[0], stage.pes, stage.units, stage.weight_memory == URAM
-            return total(self.dataflow_memories(index, pes, units, loaded, deep)) - total(
-                self.dataflow_memories(index, pes, units, loaded)
-            )
-        first, last, pes, channels = stage.layers[0], stage.layers[-1], stage.pes, stage.channels
-        return total(self.sequential_memories(first, last, pes, channels, deep)) - total(
-            self.sequential_memories(first, last, pes, channels)
-        )
+        last stage, which drains dense beats). The scheduler prices every candidate's, so this
+        builds the channel alone, not the stage's memories."""
+        units = stage.units if stage.mode == DATAFLOW else 1
+        shallow = stage_output(self.model, stage.layers[-1], stage.pes, units)
+        if isinstance(shallow, DenseOutput):
+            return Resources()
+        deeper = stage_output(self.model, stage.layers[-1], stage.pes, units, deep)
+        return total(deeper.memories("output")) - total(shallow.memories("output"))
 
     @staticmethod
     def design_interval(held: list[np.ndarray], capacities: list[int] | None = None) -> float:
