@@ -53,14 +53,25 @@ def _assign(weights: sp.csr_array, pes: int) -> np.ndarray:
     label = np.arange(n_out) % pes
     if pes == 1 or weights.nnz == 0:
         return label
-    columns = sp.csc_array(weights).astype(bool).astype(np.float64)
-    used = np.zeros((n_in, pes))  # used[i, p]: nonzeros of row i already on PE p
+    columns = sp.csc_array(weights).astype(bool).astype(np.float64)  # an explicit zero counts 0
+    indptr, indices, ones = columns.indptr, columns.indices, columns.data
+    # used[i * P + p]: nonzeros of row i already on PE p. Plain numpy on the block's entries: a
+    # scipy product per block cost more in building its arrays than in multiplying (GC 16384:
+    # 1.2-2.4 s a layer, now 0.1-0.2 s).
+    used = np.zeros(n_in * pes)
+    lanes = np.arange(pes)
     for start in range(0, n_out, pes):
-        outputs = np.arange(start, min(start + pes, n_out))
-        block = columns[:, outputs]
-        cost = (block.T @ used)[:, : len(outputs)]  # the last address uses its first PEs only
-        rows, chosen = linear_sum_assignment(cost)
-        label[outputs[rows]] = chosen
-        placed = sp.csr_array((np.ones(len(rows)), (rows, chosen)), shape=(len(outputs), pes))
-        used += (block @ placed).toarray()
+        stop = min(start + pes, n_out)
+        count = stop - start  # the last address uses its first PEs only
+        entries = slice(indptr[start], indptr[stop])
+        rows, counted = indices[entries], ones[entries]
+        output = np.repeat(np.arange(count), np.diff(indptr[start : stop + 1]))
+        # cost[k, p]: the nonzeros that output k's rows already have on PE p
+        gathered = used.reshape(n_in, pes)[rows, :count] * counted[:, None]
+        cost = np.bincount((output[:, None] * count + lanes[:count]).ravel(), gathered.ravel(), count * count)
+        placed, chosen = linear_sum_assignment(cost.reshape(count, count))
+        label[start + placed] = chosen
+        pe = np.empty(count, dtype=np.int64)
+        pe[placed] = chosen
+        np.add.at(used, rows * pes + pe[output], counted)
     return label
