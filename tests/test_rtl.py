@@ -31,6 +31,14 @@ def test_pruned_mlp_rtl_is_bit_exact(mlp, simulator, run_cli):
     assert all(entry["busy_cycles"] > 0 and entry["drain_cycles"] > 0 for entry in results["layers"])
 
 
+def test_core_with_ap_ctrl_hs_pins_runs_the_same_testbench(tmp_path, run_cli):
+    """The Vitis-style core (ap_ctrl_hs, m_axi for the sequential stage) under the same testbench."""
+    require("icarus")
+    outdir = mlp_design("sequential_middle", tmp_path / "design", count=4)
+    results = simulate(run_cli, outdir, "icarus", "--core")
+    assert results["vectors"] == 4 and results["control"] == "ap_ctrl_hs"
+
+
 def test_a_board_profile_of_ones_own_compiles_and_verifies(tmp_path, run_cli):
     """A .yaml board whose name no built-in has, through compile, csim and RTL simulation."""
     board = tmp_path / "my.yaml"

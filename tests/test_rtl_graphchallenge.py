@@ -86,7 +86,8 @@ def test_graphchallenge_1024_csim_is_bit_exact_for_every_policy(gc_design, run_c
     assert json.loads((gc_design / "csim_results.json").read_text())["passed"]
 
 
-@pytest.mark.parametrize("gc_design", ONE_GC_DESIGN, indirect=True)
+# test_rtl runs the ap_ctrl_hs core of a small design by default; the Graph Challenge ones are slow.
+@pytest.mark.parametrize("gc_design", [pytest.param(policy, marks=slow) for policy in GC_SCHEDULES], indirect=True)
 def test_core_with_ap_ctrl_hs_pins_runs_the_same_testbench(gc_design, run_cli):
     require("icarus")
     results = simulate(run_cli, gc_design, "icarus", "--core")

@@ -12,7 +12,8 @@ from library_module import PE_SOURCES, STACKED_PE, synthesized_cells
 from fpgagen.manifest import read_manifest
 
 
-@pytest.mark.parametrize("case", ["sequential_middle", "sequential_end"])
+# Yosys takes minutes a design: the default run synthesizes one, `-m slow` the other.
+@pytest.mark.parametrize("case", ["sequential_middle", pytest.param("sequential_end", marks=pytest.mark.slow)])
 def test_yosys_synthesizes_without_latches(case, tmp_path, run_cli):
     outdir = mlp_design(case, tmp_path / case, count=2)
     result = run_cli("synth", outdir, "--json")
