@@ -542,9 +542,10 @@ def test_a_full_channel_holds_its_producer():
 def deep_memory(cost: CostModel, stages: tuple[Stage, ...]) -> str | None:
     """The memory of the deep channels that these stages get (for latency, which keeps its design:
     no second search; tests/test_scheduler.py has the one for throughput)."""
-    kept, memory = deepening(Problem(cost, []), stages, 8, "latency", "design")
-    assert kept == stages
-    return memory
+    kept, estimate = deepening(Problem(cost, []), stages, 8, "latency", "design")
+    again = cost.estimate(stages, 8, deep_channels=estimate.deep_channels)
+    assert kept == stages and (estimate.interval, estimate.resources) == (again.interval, again.resources)
+    return estimate.deep_channels
 
 
 def test_deep_channels_are_taken_when_they_fit_and_help():

@@ -52,7 +52,7 @@ from ..ir import BRAM, DATAFLOW, SEQUENTIAL, URAM, Model, Schedule, Stage
 from .activity import Activity
 from .apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
 from .boards import Board, load_board
-from .cost_model import RESOURCE_KINDS, CostModel, Resources, StageCost, board_budget
+from .cost_model import RESOURCE_KINDS, CostModel, DesignEstimate, Resources, StageCost, board_budget
 
 POLICIES = ("auto", DATAFLOW, SEQUENTIAL)
 OBJECTIVES = ("throughput", "latency")
@@ -71,13 +71,13 @@ _REL_SLACK, _ABS_SLACK = 1e-9, 1e-6
 # The first margin of the latency search above its Lagrangian bound, relative; it grows fourfold
 # per step (Graph Challenge networks have their optimum 0.2 to 0.4% above the bound).
 _MARGIN = 1e-3
+NOTHING = Resources()  # what a Problem keeps free besides the reader, unless told
 _DP_CELLS = 10_000_000  # the largest table `Problem.least_chain` builds: 80 MB of costs, 40 MB of links
 # How long one integer program may run. Its bound closes slowly when two resources bind on many
 # near-equal designs (Graph Challenge 4096 x 120, block RAM and UltraRAM, latency ranking the
 # loads of weights into UltraRAM): past this, the program's best design is taken, and the schedule
 # says that its latency is not proven least.
 PROGRAM_SECONDS = 15.0
-NOTHING = Resources()
 PRICE_ROUNDS = 30  # re-pricings of the resources before a feasibility question goes to the program
 
 
@@ -104,7 +104,7 @@ def schedule(
     problem = Problem(cost, candidate_stages(cost, policy, pes))
     description = _describe(policy, pes)
     stages = tuple(candidate.stage for candidate in solve(problem, objective, description))
-    stages, deep = deepening(problem, stages, batch, objective, description)
+    stages, estimate = deepening(problem, stages, batch, objective, description)
     scheduled = Schedule(
         stages=stages,
         in_lanes=cost.reader().lanes,
@@ -112,8 +112,8 @@ def schedule(
         clock_mhz=board.clock_mhz,
         policy=policy,
         objective=objective,
-        estimate=cost.estimate(stages, batch, deep_channels=deep),
-        deep_channels=deep,
+        estimate=estimate,
+        deep_channels=estimate.deep_channels,
         unproven=tuple(sorted(set(problem.timed_out))),
     )
     return apply_schedule(model, scheduled)
@@ -121,8 +121,9 @@ def schedule(
 
 def deepening(
     problem: Problem, stages: tuple[Stage, ...], batch: int, objective: str, description: str
-) -> tuple[tuple[Stage, ...], str | None]:
-    """The design's stages and whether its channels are to be deep, and in which memory: block
+) -> tuple[tuple[Stage, ...], DesignEstimate]:
+    """The design's stages and its estimate, whose `deep_channels` says whether its channels are
+    to be deep, and in which memory: block
     RAM when the budget has it left, else UltraRAM (which a FIFO may be: it needs no initial
     contents) on a board that has it; None (shallow channels) when deep channels do not shorten
     the interval. They only decouple stages that are slow on different vectors, so a design whose
@@ -138,12 +139,12 @@ def deepening(
     for memory in (BRAM, URAM) if cost.uram else (BRAM,):
         deep = cost.estimate(stages, batch, deep_channels=memory)
         if deep.interval >= shallow.interval:
-            return stages, None  # the same tandem line in either memory
+            return stages, shallow  # the same tandem line in either memory
         if deep.resources.fits(shallow.budget):
-            return stages, memory
+            return stages, deep
         overruns.append((_overrun(deep.resources, shallow.budget), memory))
     if objective != "throughput":
-        return stages, None
+        return stages, shallow
     memory = min(overruns)[1]
     charged = Problem(
         cost,
@@ -153,12 +154,12 @@ def deepening(
     try:
         restaged = tuple(candidate.stage for candidate in solve(charged, objective, description))
     except DoesNotFit:
-        return stages, None
+        return stages, shallow
     deep = cost.estimate(restaged, batch, deep_channels=memory)
     if not deep.resources.fits(shallow.budget) or deep.interval >= shallow.interval:
-        return stages, None
+        return stages, shallow
     problem.timed_out.extend(charged.timed_out)
-    return restaged, memory
+    return restaged, deep
 
 
 def _overrun(used: Resources, budget: Resources) -> float:
