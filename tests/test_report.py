@@ -19,6 +19,7 @@ from xml.etree import ElementTree
 import numpy as np
 import pytest
 from designs import RELU, compile_design, df, pruned_mlp, scheduled
+from simulation import QUICK_SIMULATOR
 
 from fpgagen.design import model_from_manifest
 from fpgagen.golden import GoldenModel
@@ -29,7 +30,6 @@ from fpgagen.simulate import run_rtl_simulation
 from fpgagen.templating import environment
 from fpgagen.vectors import read_vectors
 
-SIMULATOR = "icarus" if shutil.which("iverilog") else "verilator"
 FIGURES = {"schedule", "cycles", "roofline", "resources", "PE", "fixed-point", "sparsity"}
 DEFINED = [
     "useful MAC", "lower bound (cycles)", "efficiency", "lane efficiency", "issue units (K)", "busy, drain",
@@ -125,14 +125,14 @@ def expected_useful_macs(outdir: Path, x_q: np.ndarray) -> np.ndarray:
 
 def test_efficiency_in_the_report_follows_the_simulated_inputs(sequential_design, example, tmp_path, run_cli):
     outdir = shutil.copytree(sequential_design, tmp_path / "design")
-    assert run_cli("sim", outdir, "--simulator", SIMULATOR).exit_code == 0
+    assert run_cli("sim", outdir, "--simulator", QUICK_SIMULATOR).exit_code == 0
     own = gather(outdir)
     assert own.vectors_folder == outdir / "vectors"
 
     images = np.load(example / "images.npy")
     fresh = images[-4:]
     np.save(tmp_path / "fresh.npy", fresh)
-    result = run_cli("sim", outdir, "--simulator", SIMULATOR, "--inputs", tmp_path / "fresh.npy")
+    result = run_cli("sim", outdir, "--simulator", QUICK_SIMULATOR, "--inputs", tmp_path / "fresh.npy")
     assert result.exit_code == 0, result.stderr
     sim = json.loads((outdir / "sim_results.json").read_text())
     assert sim["vectors"] == 4 and sim["vectors_folder"] == "sim_vectors"
@@ -173,14 +173,16 @@ def test_sim_removes_its_build_after_passing_unless_kept_and_reports_progress(se
             self.counts.append(completed)
 
     heard = Recorder()
-    results = run_rtl_simulation(outdir, outdir / "vectors", outdir / "sim_results.json", SIMULATOR, progress=heard)
+    results = run_rtl_simulation(
+        outdir, outdir / "vectors", outdir / "sim_results.json", QUICK_SIMULATOR, progress=heard
+    )
     assert results["passed"] and results["build"] is None
     assert not (outdir / "sim_build").exists()
-    assert heard.steps == [(f"building the RTL with {SIMULATOR}", None), ("simulating 6 vectors", 6)]
+    assert heard.steps == [(f"building the RTL with {QUICK_SIMULATOR}", None), ("simulating 6 vectors", 6)]
     assert heard.counts and heard.counts[-1] == 6 and heard.counts == sorted(heard.counts)
 
-    kept = run_rtl_simulation(outdir, outdir / "vectors", outdir / "sim_results.json", SIMULATOR, keep_build=True)
-    assert kept["build"] == f"sim_build/{SIMULATOR}" and (outdir / kept["build"]).is_dir()
+    kept = run_rtl_simulation(outdir, outdir / "vectors", outdir / "sim_results.json", QUICK_SIMULATOR, keep_build=True)
+    assert kept["build"] == f"sim_build/{QUICK_SIMULATOR}" and (outdir / kept["build"]).is_dir()
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +193,7 @@ def reported(sequential_design, tmp_path_factory):
     from fpgagen.cli import app
 
     outdir = shutil.copytree(sequential_design, tmp_path_factory.mktemp("reported") / "design")
-    for args in (["csim", str(outdir)], ["sim", str(outdir), "--simulator", SIMULATOR]):
+    for args in (["csim", str(outdir)], ["sim", str(outdir), "--simulator", QUICK_SIMULATOR]):
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.stderr
     return write_report(outdir)

@@ -7,13 +7,23 @@ from __future__ import annotations
 import pytest
 from designs import MLPS, NONE, RELU, lint, mlp_design, mlp_model, pruned_mlp
 from plan_checks import check_design_follows_plan, check_rtl_memories_are_the_plan
-from simulation import SIMULATORS, require, simulate
+from simulation import QUICK_SIMULATOR, one_by_default, require, simulate
 
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.manifest import read_manifest
 
+# Every design runs bit-exact under one simulator by default and under both with `-m slow`. Icarus
+# runs most of these in 8-25 s where Verilator spends 30-50 s building each; Verilator takes the
+# design Icarus is slowest on (dataflow_only's 64 PEs: 46 s), and test_rtl_offchip and
+# test_performance run sequential stages under it by default.
+RUNS = [
+    pytest.param(case, *simulator.values, marks=simulator.marks)
+    for case in sorted(MLPS)
+    for simulator in one_by_default("verilator" if case == "dataflow_only" else QUICK_SIMULATOR)
+]
 
-@pytest.fixture(scope="module", params=sorted(MLPS))
+
+@pytest.fixture(scope="module")
 def mlp(request, tmp_path_factory):
     outdir = mlp_design(request.param, tmp_path_factory.mktemp("rtl") / request.param, count=8)
     lint(outdir)
@@ -21,7 +31,7 @@ def mlp(request, tmp_path_factory):
     return outdir
 
 
-@pytest.mark.parametrize("simulator", SIMULATORS)
+@pytest.mark.parametrize(("mlp", "simulator"), RUNS, indirect=["mlp"])
 def test_pruned_mlp_rtl_is_bit_exact(mlp, simulator, run_cli):
     require(simulator)
     results = simulate(run_cli, mlp, simulator)
@@ -57,4 +67,4 @@ def test_a_board_profile_of_ones_own_compiles_and_verifies(tmp_path, run_cli):
     assert "create_clock -period 4.000" in (outdir / "hls" / "run_hls.tcl").read_text()
     check_design_follows_plan(outdir)
     assert run_cli("csim", outdir).exit_code == 0
-    simulate(run_cli, outdir, "verilator")
+    simulate(run_cli, outdir, QUICK_SIMULATOR)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from designs import compile_design, mlp_design, mlp_model
 from plan_checks import check_design_follows_plan
-from simulation import SIMULATORS, require, simulate
+from simulation import one_by_default, require, simulate
 
 from fpgagen.engine.geometry import MEMORY_LATENCY
 from fpgagen.engine.plan import plan_engine
@@ -53,16 +53,22 @@ def test_corrupted_weight_file_is_reported(tmp_path, run_cli):
     assert f"vector {mismatch['vector']}, index {mismatch['index']}" in result.stderr
 
 
-@pytest.mark.parametrize("simulator", ["icarus", "verilator"])
-def test_a_reset_in_the_middle_of_a_batch_leaves_no_partial_sums(simulator, tmp_path, run_cli):
+@pytest.fixture(scope="module")
+def middle(tmp_path_factory) -> Path:
+    """sequential_middle, whose simulator builds the tests below share (`--keep-build`): a sequential
+    stage between dataflow ones, the last one's weights in UltraRAM."""
+    return mlp_design("sequential_middle", tmp_path_factory.mktemp("middle") / "design", count=8)
+
+
+@pytest.mark.parametrize("simulator", one_by_default())
+def test_a_reset_in_the_middle_of_a_batch_leaves_no_partial_sums(simulator, middle, run_cli):
     """`sim --reset-after 3`: the design is reset with the next vectors inside its dataflow and
     sequential stages (partial sums in the PEs' banks, reads in flight), then runs the whole batch
     again, which must be bit-exact."""
     require(simulator)
-    outdir = mlp_design("sequential_middle", tmp_path / "design", count=8)
-    result = run_cli("sim", outdir, "--simulator", simulator, "--reset-after", 3)
+    result = run_cli("sim", middle, "--simulator", simulator, "--reset-after", 3, "--keep-build")
     assert result.exit_code == 0, result.stderr
-    assert json.loads((outdir / "sim_results.json").read_text())["passed"] is True
+    assert json.loads((middle / "sim_results.json").read_text())["passed"] is True
 
 
 def test_the_offchip_memory_answers_late_and_every_pass_waits_for_it(tmp_path, run_cli):
@@ -141,15 +147,14 @@ def test_the_load_phase_delays_the_first_result_as_the_cost_model_says(tmp_path,
     assert load > 0 and measured["loaded"][1] == measured["rom"][1]
 
 
-@pytest.mark.parametrize("simulator", SIMULATORS)
-def test_every_batch_loads_its_tables_from_its_own_images(simulator, tmp_path, run_cli):
+@pytest.mark.parametrize("simulator", one_by_default())
+def test_every_batch_loads_its_tables_from_its_own_images(simulator, middle, run_cli):
     """A second batch without a reset, its images moved and the old ones cleared: a stage that
     kept the first batch's tables, weights or weight address would read zeros (the sequential
     stage's image, and the load image of the last stage's weights in UltraRAM)."""
     require(simulator)
-    outdir = mlp_design("sequential_middle", tmp_path / "design", count=4)
-    results = simulate(run_cli, outdir, simulator, "--move-images")
-    assert results["vectors"] == 4
+    results = simulate(run_cli, middle, simulator, "--move-images", "--keep-build")
+    assert results["vectors"] == 8
 
 
 @pytest.mark.parametrize("part", ["weights", "bias"])

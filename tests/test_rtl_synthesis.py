@@ -12,8 +12,12 @@ from library_module import PE_SOURCES, STACKED_PE, synthesized_cells
 from fpgagen.manifest import read_manifest
 
 
-# Yosys takes minutes a design: the default run synthesizes one, `-m slow` the other.
-@pytest.mark.parametrize("case", ["sequential_middle", pytest.param("sequential_end", marks=pytest.mark.slow)])
+# Yosys takes minutes on the MLPs of test_rtl: the default run synthesizes a small design with their
+# kinds of stage (sequential, dataflow from block RAM and from UltraRAM), `-m slow` two of them.
+@pytest.mark.parametrize(
+    "case",
+    ["small_mixed", *(pytest.param(case, marks=pytest.mark.slow) for case in ("sequential_middle", "sequential_end"))],
+)
 def test_yosys_synthesizes_without_latches(case, tmp_path, run_cli):
     outdir = mlp_design(case, tmp_path / case, count=2)
     result = run_cli("synth", outdir, "--json")

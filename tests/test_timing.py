@@ -215,7 +215,7 @@ def test_a_carry8_chain_follows_its_carry_type(carry_type, bits):
 
 
 def test_synth_reports_the_worst_path_of_a_design_with_its_source_lines(tmp_path, run_cli):
-    outdir = mlp_design("narrow_w4a8", tmp_path / "design", count=2)
+    outdir = mlp_design("small_dataflow", tmp_path / "design", count=2)
     result = run_cli("synth", outdir)
     assert result.exit_code == 0, result.stderr
     depth = json.loads((outdir / "synth_results.json").read_text())["logic_levels"]
