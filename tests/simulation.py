@@ -14,9 +14,22 @@ SIMULATORS = ["icarus", "verilator"]
 QUICK_SIMULATOR = "icarus" if shutil.which("iverilog") else "verilator"
 
 
+# skips before the fixtures run, where `require` skips in the test, after them
+needs_icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog is not installed")
+
+
 def one_by_default(default: str = QUICK_SIMULATOR) -> list:
     """Parameters over both simulators: `default` in the default run, the other under `-m slow`."""
-    return [pytest.param(simulator, marks=() if simulator == default else pytest.mark.slow) for simulator in SIMULATORS]
+    return [
+        pytest.param(
+            simulator,
+            marks=[
+                *([] if simulator == default else [pytest.mark.slow]),
+                *([needs_icarus] if simulator == "icarus" else []),
+            ],
+        )
+        for simulator in SIMULATORS
+    ]
 
 
 def require(simulator: str) -> None:

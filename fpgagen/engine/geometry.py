@@ -474,7 +474,7 @@ class SequentialShape:
             last=layer,
         )
 
-    @property
+    @cached_property  # asked for hundreds of thousands of times by the scheduler's runs
     def local_bits(self) -> int:
         return bits_for(self.addresses - 1)
 
@@ -487,7 +487,7 @@ class SequentialShape:
         priced = LogicShape.sized(self.pes, self.pes, 1, self.acc_bits, self.local_bits, Encoding(self.weight_bits))
         return replace(priced, multipliers=self.pes if self.encoding.multiplies else 0, channels=self.channels)
 
-    @property
+    @cached_property  # asked for hundreds of thousands of times by the scheduler's runs
     def encoding(self) -> Encoding:
         """Positions only when every layer's nonzeros share one weight (every Graph Challenge
         layer's is 1/16): the PEs' constant, as in a dataflow stage. Otherwise every slot carries
@@ -524,7 +524,7 @@ class SequentialShape:
         FIFO holds a whole vector and its end item, with the slack its room flag keeps."""
         return self.looped + 1 + CHANNEL_SLACK
 
-    @property
+    @cached_property  # asked for hundreds of thousands of times by the scheduler's runs
     def slot(self) -> SlotWord:
         """The stage's off-chip slots: every layer's weights in one format, as the port is one."""
         return offchip_slot(self.local_bits, self.encoding.weight_bits)

@@ -300,12 +300,21 @@ class LayerCycles:
         the loop-back FIFO computes until the last of them has been looked up and its row read
         (`tails` after it); a stage's first layer takes its inputs from the channel,
         and only its drain waits for the serializer."""
-        waiting = before.outputs - before.drain - L_PASS
-        if looped_back:
-            waiting = waiting + self.tails
+        waiting = self._waiting(before, looped_back)
         computes = np.maximum(self.computes, waiting)
         bound = INPUT_BOUND if float(waiting.mean()) > float(self.computes.mean()) else self.bound
         return replace(self, compute=float(computes.mean()), bound=bound, computes=computes)
+
+    def held_after(self, before: LayerCycles, looped_back: bool) -> np.ndarray:
+        """`after(before, looped_back).held` alone: the scheduler sums it over every run of layers
+        (tens of thousands), where building the whole LayerCycles took most of its time."""
+        return L_PASS + np.maximum(self.computes, self._waiting(before, looped_back)) + self.drain
+
+    def _waiting(self, before: LayerCycles, looped_back: bool) -> np.ndarray:
+        """Per vector, how long this pass waits for its inputs after it starts: for `before`'s
+        serializer to emit them, and (`looped_back`) for the last one's lookup and read."""
+        waiting = before.outputs - before.drain - L_PASS
+        return waiting + self.tails if looped_back else waiting
 
 
 def sequential_latency() -> float:
@@ -568,6 +577,7 @@ class CostModel:
         self.activity = activity
         self.relabel = not model.relabelled if relabel is None else relabel
         self._placements: dict[tuple[int, int], Placement] = {}
+        self._shapes: dict[tuple[int, int], LayerShape] = {}
         self._cycles: dict[tuple[int, int, str, int], LayerCycles] = {}
         self.encodings = tuple(encoding_of(layer.numerics) for layer in model.layers)
         self.uram = board.has_free_uram  # loaded tables may go to UltraRAM
@@ -588,7 +598,11 @@ class CostModel:
 
     def shape(self, index: int, pes: int) -> LayerShape:
         """Layer `index`'s sizes on P PEs (fpgagen.engine.geometry)."""
-        return layer_shape(self.layers[index], pes, self.placement(index, pes).beats, self.encodings[index])
+        key = (index, pes)
+        if key not in self._shapes:
+            placement = self.placement(index, pes)
+            self._shapes[key] = layer_shape(self.layers[index], pes, placement.beats, self.encodings[index])
+        return self._shapes[key]
 
     # Cycles --------------------------------------------------------------------------------------
 
@@ -772,13 +786,13 @@ class CostModel:
             for key, passes in looped.items():
                 cycles = self.cycles(last, pes, SEQUENTIAL, slot_width=key[0], channels=key[1])
                 if last > first:
-                    looped[key] = passes + cycles.after(before[key], looped_back=True).held
+                    looped[key] = passes + cycles.held_after(before[key], looped_back=True)
                 before[key] = cycles
             output = stage_output(self.model, last, pes, 1)
             for count in stripes:
                 striped = shape.striped(count)
                 opening = self.cycles(first, pes, SEQUENTIAL, slot_width=width, channels=count)
-                held = looped[width, count] + opening.after(before[width, count], looped_back=False).held
+                held = looped[width, count] + opening.held_after(before[width, count], looped_back=False)
                 yield StageCost(
                     stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP, channels=count),
                     interval=float(held.mean()),
