@@ -748,9 +748,14 @@ class CostModel:
                 break
         return counts
 
-    def sequential_runs(self, first: int, pes: int, channels: int | None = None) -> Iterator[StageCost]:
+    def sequential_runs(
+        self, first: int, pes: int, channels: int | None = None, limit: float = math.inf
+    ) -> Iterator[StageCost]:
         """Sequential stages on P PEs running layers first..b, for b = first, first+1, ..., each
-        striped over every count of channels worth it (`stripes`), or over `channels` if given.
+        striped over every count of channels worth it (`stripes`), or over `channels` if given;
+        only those of an interval at most `limit`. A run holds a vector for its passes, each at
+        least L_PASS, so its interval only grows with its layers: the runs end where the passes
+        after the first already exceed `limit` at every striping.
 
         Built incrementally (the stage's shape grows by one layer at a time), so all runs from
         `first` cost O(layers) together; the scheduler asks for every run of the model. The
@@ -788,11 +793,15 @@ class CostModel:
                 if last > first:
                     looped[key] = passes + cycles.held_after(before[key], looped_back=True)
                 before[key] = cycles
+            if min(float(passes.mean()) for passes in looped.values()) > limit:
+                return
             output = stage_output(self.model, last, pes, 1)
             for count in stripes:
                 striped = shape.striped(count)
                 opening = self.cycles(first, pes, SEQUENTIAL, slot_width=width, channels=count)
                 held = looped[width, count] + opening.held_after(before[width, count], looped_back=False)
+                if float(held.mean()) > limit:
+                    continue
                 yield StageCost(
                     stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP, channels=count),
                     interval=float(held.mean()),

@@ -21,6 +21,11 @@ t_c <= T, without objective. The throughput objective takes the least T, then th
 among the designs within it. The latency objective takes the least latency (its ties are not
 broken: a least-interval tie-break would be another bisection).
 
+Pricing the sequential runs (quadratic in the layers) is most of the work on a deep model, so for
+the throughput objective under the auto policy the dataflow stages alone are searched first: their
+least interval bounds the design's, and no run above it can be in a design of the least interval
+(a run's interval only grows with its layers, so its pricing stops there). Exact as well.
+
 Before any program is built, dynamic programming over (boundary, memory channels used) gives,
 for every candidate, the least of each resource that any chain through it needs; candidates that
 cannot fit are dropped, and a bisection step whose cheapest chain already exceeds the board is
@@ -101,10 +106,11 @@ def schedule(
     if not model.quantized:
         raise FpgagenError(f"model {model.name} is not quantized; quantize it before scheduling")
     cost = CostModel(model, board, activity or Activity.uniform(model))
-    problem = Problem(cost, candidate_stages(cost, policy, pes))
+    candidates = Candidates(cost, policy, pes)
+    problem = candidates.problem(_interval_cap(candidates) if objective == "throughput" else math.inf)
     description = _describe(policy, pes)
     stages = tuple(candidate.stage for candidate in solve(problem, objective, description))
-    stages, estimate = deepening(problem, stages, batch, objective, description)
+    stages, estimate = deepening(problem, stages, batch, objective, description, candidates)
     scheduled = Schedule(
         stages=stages,
         in_lanes=cost.reader().lanes,
@@ -120,7 +126,12 @@ def schedule(
 
 
 def deepening(
-    problem: Problem, stages: tuple[Stage, ...], batch: int, objective: str, description: str
+    problem: Problem,
+    stages: tuple[Stage, ...],
+    batch: int,
+    objective: str,
+    description: str,
+    candidates: Candidates | None = None,
 ) -> tuple[tuple[Stage, ...], DesignEstimate]:
     """The design's stages and its estimate, whose `deep_channels` says whether its channels are
     to be deep, and in which memory: block
@@ -132,7 +143,9 @@ def deepening(
     The search prices stages, not channels, so its design may fill the board to the last block
     (Graph Challenge 4096 x 120 on the U280 left 2 URAM too few for 242). For throughput, the
     search then runs again with every candidate charged for its deep output channel, in the
-    memory the first design overran least, and the design of the shorter interval is kept."""
+    memory the first design overran least, and the design of the shorter interval is kept. So that
+    search needs no candidate slower than the first design: where `problem` lacks some of those
+    (its `limit`), `candidates` prices them."""
     cost = problem.cost
     shallow = cost.estimate(stages, batch)
     overruns = []
@@ -146,9 +159,10 @@ def deepening(
     if objective != "throughput":
         return stages, shallow
     memory = min(overruns)[1]
+    pool = problem if candidates is None or shallow.interval <= problem.limit else candidates.problem(shallow.interval)
     charged = Problem(
         cost,
-        [replace(c, resources=c.resources + cost.output_deepening(c.stage, memory)) for c in problem.candidates],
+        [replace(c, resources=c.resources + cost.output_deepening(c.stage, memory)) for c in pool.candidates],
         reserved=cost.reader_deepening(cost.reader().lanes, memory),
     )
     try:
@@ -167,33 +181,51 @@ def _overrun(used: Resources, budget: Resources) -> float:
     return max((u - b) / max(b, 1) for u, b in zip(used.as_tuple(), budget.as_tuple()))
 
 
-def candidate_stages(cost: CostModel, policy: str, pes: int | None = None) -> list[StageCost]:
-    """Every stage the policy allows (with `pes`, only stages of that many lanes)."""
-    count = len(cost.layers)
-    allowed = _PES[policy]
-    if pes is not None and pes not in allowed:
-        raise FpgagenError(
-            f"{pes} PEs per stage is not possible with the {policy} policy; choose one of {sorted(allowed)}"
-        )
-    dataflow_pes = [p for p in DATAFLOW_PES if pes in (None, p)] if policy != SEQUENTIAL else []
-    sequential_pes = [p for p in SEQUENTIAL_PES if pes in (None, p)] if policy != DATAFLOW else []
-    candidates = [
-        cost.dataflow(index, p, units, loaded)
-        for index in range(count)
-        for p in dataflow_pes
-        for units in UNITS
-        if units <= p
-        for loaded in (False, True)
-        if not loaded or cost.loadable(index, p)
-    ]
-    for p in sequential_pes:
-        firsts = [0] if policy == SEQUENTIAL else range(count)
-        for first in firsts:
-            for run in cost.sequential_runs(first, p):  # the runs whose slots and port the engine takes
-                if policy == SEQUENTIAL and run.last != count - 1:
-                    continue
-                candidates.append(run)
-    return candidates
+class Candidates:
+    """The stages `policy` allows (with `pes`, only stages of that many lanes): a dataflow stage
+    for every layer, P and K, and a sequential stage for every run of layers and P."""
+
+    def __init__(self, cost: CostModel, policy: str, pes: int | None = None):
+        allowed = _PES[policy]
+        if pes is not None and pes not in allowed:
+            raise FpgagenError(
+                f"{pes} PEs per stage is not possible with the {policy} policy; choose one of {sorted(allowed)}"
+            )
+        self.cost = cost
+        self.policy = policy
+        self.sequential_pes = [p for p in SEQUENTIAL_PES if pes in (None, p)] if policy != DATAFLOW else []
+        dataflow_pes = [p for p in DATAFLOW_PES if pes in (None, p)] if policy != SEQUENTIAL else []
+        self.dataflow = [
+            cost.dataflow(index, p, units, loaded)
+            for index in range(len(cost.layers))
+            for p in dataflow_pes
+            for units in UNITS
+            if units <= p
+            for loaded in (False, True)
+            if not loaded or cost.loadable(index, p)
+        ]
+
+    def problem(self, limit: float = math.inf) -> Problem:
+        """Every dataflow candidate, and the sequential runs of an interval at most `limit`."""
+        last = len(self.cost.layers) - 1
+        runs = [
+            run
+            for p in self.sequential_pes
+            for first in ([0] if self.policy == SEQUENTIAL else range(last + 1))
+            for run in self.cost.sequential_runs(first, p, limit=_loosen(limit))  # those the engine takes
+            if self.policy != SEQUENTIAL or run.last == last
+        ]
+        return Problem(self.cost, self.dataflow + runs, limit=limit)
+
+
+def _interval_cap(candidates: Candidates) -> float:
+    """An interval the design of the least interval does not exceed, known before any sequential
+    run is priced: the least interval of the dataflow stages alone, when the policy also has
+    sequential ones and such a design fits the board; else none (infinity)."""
+    if candidates.policy != "auto" or not candidates.dataflow:
+        return math.inf
+    found = least_interval(fit_resources(Problem(candidates.cost, candidates.dataflow)))
+    return math.inf if found is None else found.interval
 
 
 @dataclass
@@ -212,9 +244,11 @@ class Problem:
         candidates: list[StageCost],
         timed_out: list[str] | None = None,
         reserved: Resources = NOTHING,
+        limit: float = math.inf,
     ):
         self.cost = cost
         self.candidates = candidates
+        self.limit = limit  # the sequential runs of a longer interval were not priced
         # what the programs stopped by PROGRAM_SECONDS left unproven; shared with every subset
         self.timed_out = [] if timed_out is None else timed_out
         self.reserved = reserved  # kept free besides the reader (deep channels' share of it)
@@ -234,7 +268,8 @@ class Problem:
         self.resources = np.array([c.resources.as_tuple() for c in candidates], dtype=np.float64).reshape(-1, 5)
 
     def subset(self, keep: np.ndarray) -> Problem:
-        return Problem(self.cost, [self.candidates[c] for c in np.flatnonzero(keep)], self.timed_out, self.reserved)
+        kept = [self.candidates[c] for c in np.flatnonzero(keep)]
+        return Problem(self.cost, kept, self.timed_out, self.reserved, self.limit)
 
     def evaluate(self, chosen: np.ndarray) -> _Design:
         """Interval and latency of a chain of candidates."""
