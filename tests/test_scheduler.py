@@ -241,6 +241,27 @@ def test_a_tight_budget_mixes_dataflow_and_sequential_stages_and_beats_both():
         assert auto.estimate.bottleneck < pure
 
 
+def test_runs_priced_up_to_an_interval_are_the_runs_within_it():
+    """The scheduler prices only the sequential runs within the least interval of the dataflow
+    stages (`Candidates.problem`): the runs it gets are exactly those of all the runs within it,
+    and its design is the one found with every run priced."""
+    model = random_chain([64, 24, 48, 10, 6, 20, 30, 12], 4)
+    activity = Activity.uniform(model, 0.6)
+    cost = CostModel(model, U280, activity)
+    firsts = range(len(model.layers))
+    every = {(run.stage, run.interval) for first in firsts for run in cost.sequential_runs(first, 4)}
+    for limit in sorted({interval for _, interval in every})[::3]:
+        priced = {(run.stage, run.interval) for first in firsts for run in cost.sequential_runs(first, 4, limit=limit)}
+        assert priced == {(stage, interval) for stage, interval in every if interval <= limit}
+    for budget in (U280, _budget(cost, 0.5, channels=2)):
+        candidates = scheduler.Candidates(CostModel(model, budget, activity), "auto")
+        cap = scheduler._interval_cap(candidates)
+        assert math.isfinite(cap) and any(c.interval > cap for c in candidates.problem().candidates)  # runs left out
+        uncapped = scheduler.solve(candidates.problem(), "throughput", "design")
+        capped = schedule(model, budget, activity=activity).schedule
+        assert capped.stages == tuple(candidate.stage for candidate in uncapped)
+
+
 def test_forced_pes_are_optimal_among_designs_with_those_pes():
     model = random_chain([24, 50, 12, 40], 7)
     activity = Activity.uniform(model, 0.8)
