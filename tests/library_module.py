@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from simulation import require
 
 from fpgagen.simulate import verilator_on_path
 from fpgagen.synth import yosys_command
@@ -38,8 +39,7 @@ def run_library_module(
     `simulator` is icarus)."""
     from cocotb_tools.runner import get_runner
 
-    if simulator == "icarus" and shutil.which("iverilog") is None:
-        pytest.skip("Icarus Verilog is not installed (apt-get install iverilog)")
+    require(simulator)
     if simulator == "verilator":
         verilator_on_path()
     runner = get_runner(simulator)

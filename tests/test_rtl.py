@@ -37,7 +37,6 @@ def mlp(request, tmp_path_factory):
 
 @pytest.mark.parametrize(("mlp", "simulator"), RUNS, indirect=["mlp"])
 def test_pruned_mlp_rtl_is_bit_exact(mlp, simulator, run_cli):
-    require(simulator)
     results = simulate(run_cli, mlp, simulator)
     assert results["vectors"] == 8 and results["control"] == "axi4-lite"
     manifest = read_manifest(mlp)

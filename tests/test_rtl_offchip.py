@@ -65,7 +65,6 @@ def test_a_reset_in_the_middle_of_a_batch_leaves_no_partial_sums(simulator, midd
     """`sim --reset-after 3`: the design is reset with the next vectors inside its dataflow and
     sequential stages (partial sums in the PEs' banks, reads in flight), then runs the whole batch
     again, which must be bit-exact."""
-    require(simulator)
     result = run_cli("sim", middle, "--simulator", simulator, "--reset-after", 3, "--keep-build")
     assert result.exit_code == 0, result.stderr
     assert json.loads((middle / "sim_results.json").read_text())["passed"] is True
@@ -152,7 +151,6 @@ def test_every_batch_loads_its_tables_from_its_own_images(simulator, middle, run
     """A second batch without a reset, its images moved and the old ones cleared: a stage that
     kept the first batch's tables, weights or weight address would read zeros (the sequential
     stage's image, and the load image of the last stage's weights in UltraRAM)."""
-    require(simulator)
     results = simulate(run_cli, middle, simulator, "--move-images", "--keep-build")
     assert results["vectors"] == 8
 

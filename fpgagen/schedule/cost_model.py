@@ -800,12 +800,13 @@ class CostModel:
                 striped = shape.striped(count)
                 opening = self.cycles(first, pes, SEQUENTIAL, slot_width=width, channels=count)
                 held = looped[width, count] + opening.held_after(before[width, count], looped_back=False)
-                if float(held.mean()) > limit:
+                interval = float(held.mean())
+                if interval > limit:
                     continue
                 yield StageCost(
                     stage=Stage(SEQUENTIAL, tuple(range(first, last + 1)), pes, OFFCHIP, channels=count),
-                    interval=float(held.mean()),
-                    latency=float(held.mean()) + striped.load_cycles,  # a batch's first vector waits for the load
+                    interval=interval,
+                    latency=interval + striped.load_cycles,  # a batch's first vector waits for the load
                     resources=total(sequential_memories(striped, output, self.uram))
                     + engine_logic(striped.logic())
                     + Resources(ff=striped.load_register_bits),
