@@ -120,7 +120,8 @@ def write_design(
     numerics = numerics or NumericsRecord(None, None, None, None)
     if numerics.accuracy is None:
         numerics = replace(numerics, accuracy=_test_vector_accuracy(model, inputs.x))
-    write_manifest(build_manifest(plan, source, calib, numerics), folder)
+    files = [path.relative_to(folder).as_posix() for path in folder.rglob("*") if not path.is_dir()]
+    write_manifest(build_manifest(plan, source, calib, numerics, files), folder)
     return numerics
 
 

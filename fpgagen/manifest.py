@@ -22,7 +22,7 @@ from .engine import EnginePlan
 from .errors import FpgagenError
 from .ir import Model
 
-SCHEMA = "fpgagen.manifest/6"
+SCHEMA = "fpgagen.manifest/7"
 SCHEMA_FAMILY = "fpgagen.manifest/"  # every version: a folder holding any of them is an earlier design
 NAME = "manifest.json"
 
@@ -61,7 +61,12 @@ def numerics_digest(model: Model) -> str:
     return digest.hexdigest()
 
 
-def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None, numerics: NumericsRecord) -> dict:
+def build_manifest(
+    plan: EnginePlan, source: Path | None, calib: Path | None, numerics: NumericsRecord, files: list[str]
+) -> dict:
+    """The manifest of `plan`'s design, whose other files are `files` (paths relative to the
+    design's folder): a later compile into the folder replaces those and refuses to touch anything
+    else (fpgagen/outdir.py)."""
     model, board, interface = plan.model, plan.board, plan.interface
     schedule = model.schedule
     estimate = schedule.estimate.to_dict() if schedule.estimate is not None else None
@@ -146,6 +151,7 @@ def build_manifest(plan: EnginePlan, source: Path | None, calib: Path | None, nu
             ],
         },
         "vectors": "vectors",
+        "files": sorted(files),
     }
 
 
@@ -191,6 +197,8 @@ def write_manifest(manifest: dict, outdir: Path) -> None:
 
 def read_manifest(outdir: Path) -> dict:
     path = Path(outdir) / NAME
+    if not Path(outdir).is_dir():
+        raise FpgagenError(f"{outdir}: no such folder")
     if not path.is_file():
         raise FpgagenError(f"{outdir}: no {NAME}; compile a model into it first (fpgagen compile MODEL -o {outdir})")
     try:

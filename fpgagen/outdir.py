@@ -2,7 +2,9 @@
 folders").
 
 `fpgagen compile` writes only into a folder that is missing, empty, or an earlier fpgagen design
-(recognized by its manifest, and holding nothing fpgagen did not write). It never writes into the
+(recognized by its manifest, and holding nothing fpgagen did not write: the manifest lists the
+files compile wrote, so a file of the user's anywhere in the design, such as a Vitis HLS project in
+hls/, is found, and the folder refused). It never writes into the
 folder that holds the model or the calibration inputs. Without `-o` the folder is
 `hls_out/<model file name>`; if that one holds another model's design (or anything else), the next
 free `hls_out/<name>-2`, `-3`, ... is used instead, so two models never overwrite each other.
@@ -14,8 +16,9 @@ model fpgagen wrote (an ONNX file whose producer is fpgagen), and never over the
 from __future__ import annotations
 
 import json
+import os
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 # An ONNX file fpgagen wrote begins with ModelProto's ir_version (field 1, a one-byte varint) and
 # then its producer_name (field 2): protobuf writes fields in their numbers' order.
@@ -28,9 +31,14 @@ from .manifest import SCHEMA_FAMILY
 
 DEFAULT_ROOT = Path("hls_out")
 _DESIGN_ENTRIES = re.compile(
-    r"^(manifest\.json|hls|rtl|vectors|sim_build|report\.html|(csim|sim|synth)_results\.json|weights\d+\.bin)$"
+    r"^(manifest\.json|hls|rtl|vectors|(csim|sim)_vectors|sim_build|report\.html|(csim|sim|synth)_results\.json"
+    r"|weights\d+\.bin)$"
 )
 _SHOWN = 3  # foreign entries named in a refusal
+# Folders of a design that fpgagen's own commands fill, whatever they hold: the RTL simulators'
+# build (`fpgagen sim`), the C simulation's (`fpgagen csim`: the HLS Makefile's BUILD), and the
+# vectors of their --inputs.
+_BUILD_FOLDERS = ("sim_build", "hls/bin", "csim_vectors", "sim_vectors")
 
 
 def is_design_entry(name: str) -> bool:
@@ -48,6 +56,19 @@ def design_source(folder: Path) -> str | None:
     except (OSError, ValueError, KeyError, TypeError):
         pass
     return None
+
+
+def design_files(folder: Path) -> set[str] | None:
+    """The files an fpgagen design in `folder` was written with, as its manifest lists them
+    (relative paths, the manifest's own name included), or None when the manifest lists none: no
+    manifest, or one of an fpgagen before manifest schema 7."""
+    try:
+        files = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(files, list) or not all(isinstance(name, str) for name in files):
+        return None
+    return {*files, MANIFEST}
 
 
 def check_output_folder(folder: Path, inputs: list[Path]) -> Path:
@@ -68,6 +89,11 @@ def check_output_folder(folder: Path, inputs: list[Path]) -> Path:
     busy = [entry.name for entry in target.iterdir() if is_temporary(entry.name) and entry not in dead]
     if busy:
         raise FpgagenError(f"{folder}: another fpgagen run is writing into it ({busy[0]}); wait for it to finish")
+    if design_source(target) is not None and design_files(target) is None:
+        raise FpgagenError(
+            f"{folder}: holds a design of an earlier fpgagen, whose manifest does not list the files it "
+            "wrote, so fpgagen cannot tell them from yours: remove the folder or choose another -o"
+        )
     foreign = _foreign_entries(target)
     if foreign:
         shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else "")
@@ -101,16 +127,39 @@ def _written_by_fpgagen(path: Path) -> bool:
 
 
 def _foreign_entries(folder: Path) -> list[str]:
-    """Entries of `folder` that are not part of an earlier fpgagen design (none: it may be written)."""
+    """Entries of `folder` (relative paths) that are not part of an earlier fpgagen design (none:
+    it may be written)."""
     entries = sorted(entry.name for entry in folder.iterdir() if not is_temporary(entry.name))
     if not entries:
         return []
     foreign = [name for name in entries if not is_design_entry(name)]
     if foreign:
         return foreign
-    if design_source(folder) is not None or interrupted_replacement(folder, MANIFEST):
-        return []
-    return entries  # fpgagen's names, but no manifest says fpgagen wrote them
+    listed = design_files(folder)
+    if listed is not None:
+        return _unlisted(folder, listed)
+    if design_source(folder) is None and interrupted_replacement(folder, MANIFEST):
+        return []  # a dead run was swapping a design in: its entries are fpgagen's
+    return entries  # fpgagen's names, but no manifest says which files fpgagen wrote
+
+
+def _unlisted(folder: Path, listed: set[str]) -> list[str]:
+    """What `folder` holds beside the design's `listed` files, the folders on their way and the
+    build folders: the user's files and folders (symbolic links not followed)."""
+    kept = {parent.as_posix() for name in listed for parent in PurePosixPath(name).parents} | listed
+    found = []
+    for root, folders, files in os.walk(folder):
+        here = Path(root).relative_to(folder)
+        for name in sorted(folders):
+            path = (here / name).as_posix()
+            if path in _BUILD_FOLDERS or (here == Path(".") and is_temporary(name)):
+                folders.remove(name)  # whatever a build or another run put there is fpgagen's
+            elif path not in kept:
+                found.append(path)
+                folders.remove(name)  # named once, not file by file
+        found += [(here / name).as_posix() for name in sorted(files) if (here / name).as_posix() not in kept]
+    top_level = {name for name in found if "/" not in name and is_design_entry(name)}
+    return sorted(name for name in found if name not in top_level)  # results and reports: fpgagen's names
 
 
 def default_name(model_path: Path) -> str:

@@ -113,15 +113,52 @@ def test_compile_replaces_every_part_of_an_earlier_design(tmp_path, run_cli):
     assert {stage["mode"] for stage in read_manifest(design)["schedule"]["stages"]} == {"dataflow"}
 
 
+def test_compile_never_touches_a_users_files_inside_an_earlier_design(tmp_path, run_cli):
+    """The manifest lists what compile wrote: a Vitis HLS project run in OUTDIR/hls (as the README
+    says), or a note in rtl/, is found and the folder refused, while what fpgagen's own commands
+    build there (csim's hls/bin, sim's sim_build, the vectors of their --inputs) is replaced."""
+    model = save_model(tmp_path / "model.onnx")
+    design = tmp_path / "design"
+    assert run_cli("compile", model, "-o", design).exit_code == 0
+    for built in ("hls/bin/tb_top.o", "sim_build/verilator/Vtop", "csim_vectors/x.npy", "sim_vectors/x.npy"):
+        (design / built).parent.mkdir(parents=True)
+        (design / built).write_text("built")
+    assert run_cli("compile", model, "-o", design).exit_code == 0
+    assert sorted(path.name for path in design.iterdir()) == ["hls", "manifest.json", "rtl", "vectors"]
+    assert not (design / "hls" / "bin").exists()
+
+    (design / "hls" / "fpgagen_prj" / "solution1").mkdir(parents=True)
+    (design / "hls" / "fpgagen_prj" / "solution1" / "top.v").write_text("synthesized")
+    (design / "rtl" / "my_notes.txt").write_text("mine")
+    (design / "vectors" / "empty").mkdir()
+    before = snapshot(design)
+    result = run_cli("compile", model, "-o", design)
+    assert result.exit_code == 2
+    assert f"{design}: holds files fpgagen did not write (hls/fpgagen_prj, rtl/my_notes.txt, vectors/empty)" in (
+        result.stderr
+    )
+    assert snapshot(design) == before
+
+
 def test_a_design_of_an_earlier_fpgagen_version_is_replaced_too(tmp_path, run_cli):
-    """A design whose manifest has an older schema (fpgagen.manifest/1) is still fpgagen's."""
+    """A design whose manifest has an older schema is still fpgagen's, and is replaced when it
+    lists its files; an fpgagen that did not list them leaves fpgagen unable to tell its files
+    from the user's, so the folder is refused and left as it is."""
     model = save_model(tmp_path / "model.onnx")
     design = tmp_path / "design"
     assert run_cli("compile", model, "-o", design).exit_code == 0
     manifest = json.loads((design / "manifest.json").read_text())
-    (design / "manifest.json").write_text(json.dumps(manifest | {"schema": "fpgagen.manifest/1"}))
+    (design / "manifest.json").write_text(json.dumps(manifest | {"schema": "fpgagen.manifest/6"}))
     assert run_cli("compile", model, "-o", design).exit_code == 0
     assert read_manifest(design)["schema"] == SCHEMA
+
+    unlisted = {key: value for key, value in manifest.items() if key != "files"}
+    (design / "manifest.json").write_text(json.dumps(unlisted | {"schema": "fpgagen.manifest/1"}))
+    before = snapshot(design)
+    result = run_cli("compile", model, "-o", design)
+    assert result.exit_code == 2
+    assert "whose manifest does not list the files it wrote" in result.stderr
+    assert snapshot(design) == before
 
 
 def test_default_folder_is_named_after_the_model_file(tmp_path, run_cli, monkeypatch):

@@ -11,6 +11,7 @@ from ..arrays import read_array
 from ..atomic import atomic_file
 from ..backends.hls import CsimResult, run_csim
 from ..errors import CheckFailed, FpgagenError
+from ..manifest import read_manifest
 from ..results import CSIM_RESULTS
 from . import app
 from .common import out, plural
@@ -35,6 +36,7 @@ def csim(outdir: Path, inputs_path: Path | None) -> None:
     Exit 0 when every output matches the golden model bit for bit, 1 at the first difference
     (reported with its layer, vector and index). Writes OUTDIR/csim_results.json.
     """
+    read_manifest(outdir)  # a missing folder, or one that holds no design, is named as such
     if not (outdir / "hls").is_dir():
         raise FpgagenError(f"{outdir}: no hls/ folder (compile a model into it first)")
     with Steps() as steps:
