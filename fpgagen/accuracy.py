@@ -36,7 +36,7 @@ class LayerSaturation:
 
 @dataclass(frozen=True)
 class Accuracy:
-    inputs: str  # CALIBRATION, or TEST_VECTORS (random inputs in the assumed range)
+    inputs: str  # CALIBRATION, or TEST_VECTORS (random inputs within the input format's range)
     samples: int
     max_error: float  # largest |fixed - float| relative to the output range
     mean_error: float
@@ -70,13 +70,16 @@ def float_model(model: Model) -> Model:
     return replace(model, precision=None, input_format=None)
 
 
-def measure_accuracy(model: Model, x: np.ndarray, inputs: str, scale: float | None = None) -> Accuracy:
+def measure_accuracy(
+    model: Model, x: np.ndarray, inputs: str, scale: float | None = None, outputs: list[sp.csr_array] | None = None
+) -> Accuracy:
     """Error and saturation of the quantized `model` on flattened float inputs `x`, relative to
-    `scale` (a design's output range, measured on its calibration inputs) or to the outputs' range."""
+    `scale` (a design's output range, measured on its calibration inputs) or to the outputs' range.
+    `outputs`: every layer's integer outputs on `x`, when the caller has them already."""
     reference = GoldenModel(float_model(model)).predict(x)
     golden = GoldenModel(model)
     x_q = golden.quantize_inputs(x)
-    outputs = golden.run_q(x_q, trace=True)
+    outputs = outputs if outputs is not None else golden.run_q(x_q, trace=True)
     scale = scale or output_scale(reference)
     errors = np.abs(model.layers[-1].numerics.output_format.to_float(outputs[-1].toarray()) - reference) / scale
     fmt = model.input_format

@@ -11,6 +11,8 @@ from .errors import FpgagenError
 from .golden import flatten_inputs
 from .ir import Model
 
+NPY_MAGIC = b"\x93NUMPY"  # how every .npy file begins (numpy.lib.format)
+
 
 def read_array(path: Path | None) -> np.ndarray | None:
     """Load a .npy file, with an error that names it when it cannot be used."""
@@ -19,6 +21,9 @@ def read_array(path: Path | None) -> np.ndarray | None:
     path = Path(path)
     if not path.is_file():
         raise FpgagenError(f"{path}: no such file")
+    with path.open("rb") as file:
+        if file.read(len(NPY_MAGIC)) != NPY_MAGIC:  # else numpy takes it for a pickle and says so
+            raise FpgagenError(f"{path}: not a .npy file (write arrays with numpy.save)")
     try:
         return np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001  (numpy raises many types for a damaged file)

@@ -71,13 +71,17 @@ DEFAULT_PRECISION = "w8a16"
 _PRECISION_RE = re.compile(r"^w(\d+)a(\d+)$")
 
 
-def parse_precision(text: str) -> Precision | None:
-    """Parse `wXaY` (or `float`, which returns None: the float reference, no quantization)."""
+def parse_precision(text: str, hardware: bool = False) -> Precision | None:
+    """Parse `wXaY`, or `float` (None: the float reference, no quantization) unless the precision
+    is for `hardware`, which has none."""
+    if text == FLOAT and hardware:
+        raise FpgagenError(f"precision {text} has no hardware; choose a fixed-point precision such as w8a16")
     if text == FLOAT:
         return None
     match = _PRECISION_RE.match(text)
     if not match:
-        raise FpgagenError(f"precision {text!r} is not understood; use wXaY (such as w8a16) or float")
+        choices = "wXaY (such as w8a16)" if hardware else "wXaY (such as w8a16) or float"
+        raise FpgagenError(f"precision {text!r} is not understood; use {choices}")
     weight_bits, act_bits = int(match[1]), int(match[2])
     if not 2 <= weight_bits <= 16:
         raise FpgagenError(f"precision {text!r}: weight width {weight_bits} is outside 2..16 bits")

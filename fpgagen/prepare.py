@@ -45,12 +45,7 @@ class FrontOptions:
 
     def chosen_precision(self) -> Precision:
         default = MAX_PRECISION.name if self.max_error is not None else DEFAULT_PRECISION
-        precision = parse_precision(self.precision or default)
-        if precision is None:
-            raise FpgagenError(
-                f"precision {self.precision} has no hardware; choose a fixed-point precision such as w8a16"
-            )
-        return precision
+        return parse_precision(self.precision or default, hardware=True)
 
 
 @dataclass(frozen=True)

@@ -106,4 +106,7 @@ def test_steps_in_a_log_get_a_line_only_when_they_take_a_while(monkeypatch):
         time.sleep(0.5)
         steps.begin("a quick step")
     lines = log.getvalue().splitlines()
-    assert len(lines) == 1 and lines[0].endswith(" s  a slow step [with brackets] ...")
+    assert len(lines) == 2 and lines[0].endswith(" s  a slow step [with brackets] ...")
+    # the end says how long the step took, so that the times at the left are not read as durations
+    took = float(lines[1].split(" took ")[1].removesuffix(" s"))
+    assert " s  a slow step [with brackets] took " in lines[1] and 0.4 <= took < 5

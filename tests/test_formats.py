@@ -159,10 +159,11 @@ def test_a_bound_below_16_bit_resolution_is_refused(tmp_path, run_cli):
     "options, message",
     [
         (["--max-error", "0.01"], "--max-error needs --calib"),
-        (["--calib", "calib.npy", "--max-error", "0"], "must be a positive number"),
-        (["--calib", "calib.npy", "--max-error", "-0.5"], "must be a positive number"),
-        (["--calib", "calib.npy", "--max-error", "nan"], "must be a positive number"),
-        (["--calib", "calib.npy", "--max-error", "inf"], "must be a positive number"),
+        (["--calib", "calib.npy", "--max-error", "0"], "--max-error 0: must be a fraction"),
+        (["--calib", "calib.npy", "--max-error", "-0.5"], "--max-error -0.5: must be a fraction"),
+        (["--calib", "calib.npy", "--max-error", "nan"], "--max-error nan: must be a fraction"),
+        (["--calib", "calib.npy", "--max-error", "inf"], "--max-error inf: must be a fraction"),
+        (["--calib", "calib.npy", "--max-error", "5"], "--max-error 5: must be a fraction of the output range"),
         (["--calib", "calib.npy", "--max-error", "0.01", "--precision", "w17a16"], "outside 2..16 bits"),
     ],
 )
@@ -241,7 +242,7 @@ def test_a_compile_without_calibration_warns_that_ranges_were_assumed(tmp_path, 
     result = run_cli("compile", model, "-o", tmp_path / "design")
     assert result.exit_code == 0
     assert "warning: no --calib: activation ranges were assumed" in result.stderr
-    assert "error against float on the 8 test vectors (random inputs in the assumed range)" in result.stdout
+    assert "error against float on the 8 test vectors (random inputs within the input format's range)" in result.stdout
     numerics = read_manifest(tmp_path / "design")["numerics"]
     assert numerics["ranges"] == "assumed" and numerics["measured"]["inputs"] == "test vectors"
 

@@ -231,7 +231,32 @@ def tsv_folder(tmp_path):
         (lambda f: None, ["--bias", "nan"], "--bias nan: must be a finite number <= 0"),
         (lambda f: (f / "neuron64" / "n64-l2.tsv").unlink(), [], "n64-l2.tsv is missing"),
         (lambda f: (f / "neuron64" / "n64-l3.tsv").write_text("1\t65\t0.0625\n"), [], "column 65, outside 1..64"),
-        (lambda f: (f / "neuron64" / "n64-l1.tsv").write_text("1\tone\t0.0625\n"), [], "n64-l1.tsv: not a table"),
+        (
+            lambda f: (f / "neuron64" / "n64-l1.tsv").write_text("1\t1\t1\n1\tone\t0.0625\n"),
+            [],
+            "n64-l1.tsv: line 2: 'one' is not a number",
+        ),
+        (
+            lambda f: (f / "neuron64" / "n64-l1.tsv").write_text("1\t1\t1\n\n2\t2\n"),
+            [],
+            "n64-l1.tsv: line 3 has 2 fields, expected 3",
+        ),
+        (
+            lambda f: (f / "neuron64" / "n64-l1.tsv").write_text("1\t1\t1\n1.5\t2\t1\n"),
+            [],
+            "n64-l1.tsv: line 2 has row 1.5, not a whole number",
+        ),
+        (
+            lambda f: (f / "neuron64" / "n64-l2.tsv").write_text("# edges\n1\t1\t1\n\n2\t2\tnan\n"),
+            [],
+            "n64-l2.tsv: line 4 has value nan; weights must be finite",
+        ),
+        (
+            lambda f: (f / "neuron64" / "n64-l2.tsv").write_text("1\t1\tinf\n"),
+            [],
+            "n64-l2.tsv: line 1 has value inf; weights must be finite",
+        ),
+        (lambda f: (f / "neuron64" / "n64-l3.tsv").write_text(""), [], "n64-l3.tsv: holds no 'row col value' line"),
     ],
 )
 def test_import_tsv_refuses_bad_input_and_writes_nothing(run_cli, tsv_folder, break_it, args, message):

@@ -95,7 +95,8 @@ def test_pruning_levels_default_to_magnitude_and_nm_alone_is_one_level():
         ({"sparsities": "0.5,1.0"}, "sparsity 1.0 is outside"),
         ({"sparsities": "0.3", "method": "nm:2:4"}, "contradicts nm:2:4"),
         ({"method": "magnitude"}, "needs a sparsity"),
-        ({"max_errors": "0.1,-1"}, "--max-error -1.0: an error bound is a positive, finite number"),
+        ({"max_errors": "0.1,-1"}, "--max-error -1: must be a fraction of the output range"),
+        ({"max_errors": "0.1,5"}, "--max-error 5: must be a fraction of the output range"),
     ],
 )
 def test_bad_grid_values_are_refused_with_the_value(arguments, message):

@@ -11,7 +11,7 @@ from rich.measure import Measurement
 from ..accuracy import Accuracy
 from ..ir import Schedule
 from ..numerics import DEFAULT_PRECISION
-from ..schedule.scheduler import PROGRAM_SECONDS
+from ..schedule.scheduler import OBJECTIVES, PROGRAM_SECONDS
 
 # Results go to stdout; progress and notes to stderr, so `--json` output stays clean. Lines are
 # never wrapped (soft_wrap): a pipe or a file gets each line whole.
@@ -33,15 +33,26 @@ calib_option = click.option(
 
 
 def output_model_option(what: str):
-    """-o/--output of a command that writes a model file (fpgagen.outdir.check_output_model)."""
+    """-o/--out of a command that writes a model file (fpgagen.outdir.check_output_model); --output,
+    its first name, still works."""
     return click.option(
         "-o",
+        "--out",
         "--output",
+        "output",
         required=True,
         type=click.Path(path_type=Path),
         help=f"Where to write the {what} (.onnx): a new file, or one fpgagen wrote before.",
     )
 
+
+objective_option = click.option(
+    "--objective",
+    type=click.Choice(OBJECTIVES),
+    default="throughput",
+    show_default=True,
+    help="throughput: the least initiation interval (then the least latency); latency: the least latency.",
+)
 
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print the result as JSON on stdout instead of a table."
@@ -75,7 +86,7 @@ _SATURATED_SHOWN = 4  # layers named in the saturation line
 def accuracy_lines(accuracy: Accuracy, where: str, bound: float | None = None, range_of: str = "") -> list[str]:
     """The error against float `where` it was measured (relative to the output range, `range_of`
     which inputs if not these), and the values that saturated, per layer."""
-    asked = f" (bound {bound:g})" if bound is not None else ""
+    asked = f" (bound {100 * bound:g}%)" if bound is not None else ""
     saturated = [
         f"{layer.name} {layer.saturated} of {layer.values} ({layer.fraction:.2%})"
         for layer in accuracy.saturated_layers

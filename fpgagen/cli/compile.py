@@ -14,10 +14,11 @@ from ..numerics import DEFAULT_PRECISION
 from ..outdir import DEFAULT_ROOT, default_name, default_output_folder
 from ..passes.formats import MAX_PRECISION
 from ..prepare import FrontOptions
-from ..schedule.scheduler import OBJECTIVES, POLICIES
+from ..schedule.boards import builtin_boards
+from ..schedule.scheduler import POLICIES
 from ..vectors import idle_layers, read_vectors
 from . import app
-from .common import accuracy_lines, calib_option, err, model_argument, out, plural, print_unproven
+from .common import accuracy_lines, calib_option, err, model_argument, objective_option, out, plural, print_unproven
 from .progress import Steps
 
 
@@ -34,7 +35,7 @@ from .progress import Steps
     "--board",
     default="u280",
     show_default=True,
-    help="Built-in board (u280, u250, zcu104, pynq-z2) or a .yaml profile.",
+    help=f"Built-in board ({', '.join(builtin_boards())}) or a .yaml profile.",
 )
 @click.option(
     "--precision",
@@ -55,7 +56,7 @@ from .progress import Steps
     show_default=True,
     help="Let the scheduler mix dataflow and sequential stages, or force one style.",
 )
-@click.option("--objective", type=click.Choice(OBJECTIVES), default="throughput", show_default=True)
+@objective_option
 @calib_option
 @click.option("--pes", type=int, help="Force this many PEs in every stage.")
 @click.option("--act-density", type=float, help="Assumed fraction of nonzero activations (without --calib: 1.0).")
@@ -126,7 +127,7 @@ def _print_numerics(summary: CompileSummary) -> None:
             "[yellow]warning:[/] no --calib: activation ranges were assumed from inputs in [-1, 1]; inputs "
             "beyond saturate, and the error on your data is unknown"
         )
-        where = f"on the {accuracy.samples} test vectors (random inputs in the assumed range)"
+        where = f"on the {accuracy.samples} test vectors (random inputs within the input format's range)"
     else:
         where = f"on the {accuracy.samples} calibration inputs"
     for line in accuracy_lines(accuracy, where, numerics.max_error):

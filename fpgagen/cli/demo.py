@@ -23,7 +23,7 @@ STEPS = "example, compile, csim, sim, report"
     help="Where the example and the design go.",
 )
 @click.option("--neurons", default=256, show_default=True, help="Graph Challenge layer width (a square, 16 x 2^k).")
-@click.option("--layers", default=6, show_default=True)
+@click.option("--layers", default=6, show_default=True, help="Graph Challenge layers.")
 @click.option("--simulator", type=click.Choice(["verilator", "icarus"]), default="verilator", show_default=True)
 @click.pass_context
 def demo(ctx: click.Context, folder: Path, neurons: int, layers: int, simulator: str) -> None:

@@ -28,6 +28,7 @@ _NPY_MAGIC = b"\x93NUMPY"
 @click.argument("source", metavar="MODEL|OUTDIR", type=click.Path(path_type=Path))
 @click.option("--inputs", "inputs_path", required=True, type=click.Path(path_type=Path), help="Inputs (.npy).")
 @click.option(
+    "-o",
     "--out",
     "out_path",
     required=True,
@@ -55,11 +56,19 @@ def predict(source: Path, inputs_path: Path, out_path: Path, precision: str | No
         measured = read_manifest(source)["numerics"]["measured"]
         if measured["inputs"] == CALIBRATION:
             scale = measured["output_range"]
+    elif source.is_dir() and not any(source.glob("n*-l*.tsv")) and not any(source.glob("neuron*/n*-l*.tsv")):
+        raise FpgagenError(
+            f"{source}: neither a compiled design (no {MANIFEST}) nor a Graph Challenge folder (no n{{N}}-l{{k}}.tsv)"
+        )
     else:
         ir, what = _model(source, precision or DEFAULT_PRECISION, calib)
     x = flatten_inputs(ir, read_array(inputs_path), str(inputs_path))
     start = time.perf_counter()
-    y = GoldenModel(ir).predict(x)
+    golden = GoldenModel(ir)
+    # A quantized model's every layer output is kept for the error and saturation below, which
+    # would otherwise run the model again.
+    outputs = golden.run(x, trace=True) if ir.quantized else None
+    y = golden.dequantized(outputs[-1]) if outputs is not None else golden.predict(x)
     seconds = time.perf_counter() - start
     write_array(out_path, y)
     err.print(
@@ -67,7 +76,7 @@ def predict(source: Path, inputs_path: Path, out_path: Path, precision: str | No
         f"({what}); wrote {out_path} with shape {y.shape}"
     )
     if ir.quantized:
-        accuracy = measure_accuracy(ir, x, "inputs", scale)
+        accuracy = measure_accuracy(ir, x, "inputs", scale, outputs)
         design = " of the design's calibration" if scale is not None else ""
         for line in accuracy_lines(accuracy, f"on these {x.shape[0]} inputs", range_of=design):
             err.print(f"  {line}")

@@ -3,8 +3,8 @@
 On a terminal: one line per step with a spinner (a check mark once done), a bar and a count when
 the step counts items (vectors simulated of the total), and the time the step has taken, ticking.
 In a file or a pipe, where a live display cannot redraw, a step that is still running after a
-couple of seconds gets one line, with the seconds since the command started: a log shows what
-takes the time without a line for every quick step.
+couple of seconds gets a line, with the seconds since the command started, and another when it
+ends, with the time it took: a log shows what takes the time without a line for every quick step.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ class Steps:
         )
         self.task: TaskID | None = None
         self.timer: threading.Timer | None = None
+        self.step: tuple[str, float] | None = None  # in a log: the current step and when it began
+        self.logged = threading.Event()  # the current step has its line in the log
 
     def __enter__(self) -> Steps:  # noqa: PYI034 (typing.Self needs Python 3.11; 3.10 is supported)
         if self.live:
@@ -59,6 +61,8 @@ class Steps:
             # Without a total the bar pulses and no count is shown.
             self.task = self.display.add_task(escape(text), total=total, count=_count(0, total))
         else:
+            self.step = (text, time.perf_counter())
+            self.logged.clear()
             self.timer = threading.Timer(QUIET_SECONDS, self._log, (text,))
             self.timer.daemon = True
             self.timer.start()
@@ -70,11 +74,19 @@ class Steps:
 
     def _log(self, text: str) -> None:
         self.console.print(f"{time.perf_counter() - self.started:7.1f} s  {escape(text)} ...")
+        self.logged.set()
 
     def _finish_current(self, done: bool) -> None:
         if self.timer is not None:
             self.timer.cancel()
+            self.timer.join()  # its line, if it is being written, comes before the step's end
             self.timer = None
+        if self.step is not None and self.logged.is_set():
+            text, began = self.step
+            now = time.perf_counter()
+            ended = "took" if done else "stopped after"
+            self.console.print(f"{now - self.started:7.1f} s  {escape(text)} {ended} {now - began:.1f} s")
+        self.step = None
         if self.live and self.task is not None:
             total = self.display.tasks[self.task].total
             if done and total is None:

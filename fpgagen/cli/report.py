@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from ..report import write_report
 from . import app
 from .common import out
 
@@ -16,4 +15,6 @@ from .common import out
 def report(outdir: Path) -> None:
     """Write OUTDIR/report.html: layers, schedule, estimates, C and RTL simulation results,
     measured cycles and efficiency, and Yosys resources when `fpgagen synth` has run."""
+    from ..report import write_report  # here, not at the top: matplotlib takes half a second to import
+
     out.print(f"wrote {write_report(outdir)}")

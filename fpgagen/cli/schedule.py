@@ -14,9 +14,9 @@ from ..ir import SEQUENTIAL
 from ..prepare import FrontOptions, prepare
 from ..schedule.boards import builtin_boards, load_board
 from ..schedule.cost_model import RESOURCE_KINDS, DesignEstimate, Resources
-from ..schedule.scheduler import DEFAULT_BATCH, OBJECTIVES, POLICIES
+from ..schedule.scheduler import DEFAULT_BATCH, POLICIES
 from . import app
-from .common import err, model_argument, out, precision_option, print_table, print_unproven
+from .common import err, model_argument, objective_option, out, precision_option, print_table, print_unproven
 
 
 @app.command("schedule")
@@ -37,13 +37,7 @@ from .common import err, model_argument, out, precision_option, print_table, pri
     "weights on chip (a ROM, or UltraRAM loaded at a batch's start); sequential: one engine running every "
     "layer, weights streamed from off chip.",
 )
-@click.option(
-    "--objective",
-    type=click.Choice(OBJECTIVES),
-    default="throughput",
-    show_default=True,
-    help="throughput: the least initiation interval (then the least latency); latency: the least latency.",
-)
+@objective_option
 @precision_option
 @click.option(
     "--calib",

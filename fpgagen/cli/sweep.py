@@ -10,12 +10,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..errors import FpgagenError
 from ..numerics import DEFAULT_PRECISION
+from ..schedule.boards import builtin_boards
 from ..simulate import SIMULATORS
-from ..sweep.cluster import check_workers, dask_client
 from ..sweep.grid import parse_grid
 from ..sweep.point import CHECKS, OK
 from ..sweep.records import PAGE, RECORDS, check_outdir, clear_outdir
-from ..sweep.run import Sweep, prepare, run_sweep, start_log
 from . import app
 from .common import calib_option, err, model_argument, out
 
@@ -29,7 +28,7 @@ INTERRUPTED_EXIT = 130
     help="Folder for sweep.json, sweep.html and, with --keep-designs, points/ (new, empty, or an earlier sweep's).",
 )  # fmt: skip
 @click.option("--boards", default="u280", show_default=True,
-              help="Boards, comma-separated: u280, u250, zcu104, pynq-z2, or .yaml profiles.")  # fmt: skip
+              help=f"Boards, comma-separated: {', '.join(builtin_boards())}, or .yaml profiles.")  # fmt: skip
 @click.option("--precisions", default=DEFAULT_PRECISION, show_default=True,
               help="Fixed-point precisions wXaY, comma-separated.")  # fmt: skip
 @click.option("--schedules", default="auto", show_default=True,
@@ -87,6 +86,11 @@ def sweep(
     reason and the sweep goes on (exit 0). Ctrl-C cancels the points not yet done, keeps the
     records in and exits 130.
     """
+    # Here, not at the top: Dask distributed and matplotlib take a second to import, which every
+    # other command would pay.
+    from ..sweep.cluster import check_workers, dask_client
+    from ..sweep.run import Sweep, prepare, run_sweep, start_log
+
     checks = _checks(verify)
     if vectors < 1:
         raise FpgagenError(f"--vectors {vectors}: at least one test vector is needed")
@@ -156,6 +160,8 @@ def _checks(verify: str) -> tuple[str, ...]:
 def _check_shared(client, outdir: Path, run: str, created: bool) -> None:
     """Refuse --keep-designs when a worker does not see OUT; leave OUT as the sweep found it, less
     the earlier sweep it was about to replace."""
+    from ..sweep.cluster import check_workers  # not at the top: see `sweep`
+
     try:
         check_workers(client, outdir.resolve(), run)
     except FpgagenError:

@@ -10,9 +10,11 @@ Inference is Y = min(max(Y W + b, 0), 32) with one bias per network size.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -58,21 +60,67 @@ def layer_files(folder: Path) -> tuple[int, list[Path]]:
 
 
 def read_triples(path: Path, shape: tuple[int, int]) -> sp.coo_array:
-    """A TSV of 1-based `row col value` triples as a sparse matrix, checked against `shape`."""
+    """A TSV of 1-based `row col value` triples as a sparse matrix, checked against `shape`: a
+    problem is refused with the file and its line (counted from 1)."""
     try:
-        table = np.loadtxt(path, dtype=np.float64, ndmin=2)
-    except (OSError, ValueError) as exc:
-        raise FpgagenError(f"{path}: not a table of 'row col value' numbers ({exc})") from None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an empty file: refused below with our own words
+            table = np.loadtxt(path, dtype=np.float64, ndmin=2)
+    except OSError as exc:
+        raise FpgagenError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except ValueError:
+        raise FpgagenError(f"{path}: {_first_bad_line(path)}") from None
     if table.size == 0:
-        return sp.coo_array(shape)
+        raise FpgagenError(f"{path}: holds no 'row col value' line; a layer needs at least one edge")
     if table.shape[1] != 3:
         raise FpgagenError(f"{path}: expected 3 columns (row, col, value), found {table.shape[1]}")
-    rows, cols = table[:, 0], table[:, 1]
+    rows, cols, values = table[:, 0], table[:, 1], table[:, 2]
     for name, index, limit in (("row", rows, shape[0]), ("column", cols, shape[1])):
-        bad = np.flatnonzero((index < 1) | (index > limit) | (index != np.floor(index)))
-        if bad.size:
-            raise FpgagenError(f"{path}: line {bad[0] + 1} has {name} {index[bad[0]]:g}, outside 1..{limit}")
-    return sp.coo_array((table[:, 2], (rows.astype(np.int64) - 1, cols.astype(np.int64) - 1)), shape=shape)
+        fractional = np.flatnonzero(index != np.floor(index))
+        if fractional.size:
+            row = fractional[0]
+            raise FpgagenError(f"{path}: line {_line_of(path, row)} has {name} {index[row]:g}, not a whole number")
+        outside = np.flatnonzero((index < 1) | (index > limit))
+        if outside.size:
+            row = outside[0]
+            raise FpgagenError(f"{path}: line {_line_of(path, row)} has {name} {index[row]:g}, outside 1..{limit}")
+    infinite = np.flatnonzero(~np.isfinite(values))
+    if infinite.size:
+        row = infinite[0]
+        raise FpgagenError(
+            f"{path}: line {_line_of(path, row)} has value {values[row]:g}; weights must be finite numbers"
+        )
+    return sp.coo_array((values, (rows.astype(np.int64) - 1, cols.astype(np.int64) - 1)), shape=shape)
+
+
+def _data_lines(path: Path) -> Iterator[tuple[int, str, list[str]]]:
+    """The lines of `path` that numpy reads as rows: their numbers (from 1), text and fields
+    (blank lines and # comments skipped, as numpy skips them)."""
+    with open(path, encoding="utf-8", errors="replace") as file:
+        for number, line in enumerate(file, start=1):
+            fields = line.split("#", 1)[0].split()
+            if fields:
+                yield number, line, fields
+
+
+def _line_of(path: Path, row: int) -> int:
+    """The line of `path` that holds table row `row` (from 0)."""
+    return next(itertools.islice(_data_lines(path), row, None))[0]
+
+
+def _first_bad_line(path: Path) -> str:
+    """Why numpy could not read `path` as a table of numbers: its first line that is not three of
+    them, as the user sees it (lines counted from 1; blank lines and # comments skipped, as numpy
+    does)."""
+    for number, line, fields in _data_lines(path):
+        if len(fields) != 3:
+            return f"line {number} has {len(fields)} fields, expected 3 (row, col, value): {line.strip()[:60]!r}"
+        for field in fields:
+            try:
+                float(field)
+            except ValueError:
+                return f"line {number}: {field[:30]!r} is not a number (expected 'row col value')"
+    return "not a table of 'row col value' numbers"
 
 
 def read_graphchallenge(folder: Path, layers: int | None = None, bias: float | None = None) -> Model:

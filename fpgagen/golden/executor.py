@@ -136,7 +136,9 @@ class GoldenModel:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Float outputs (batch, out_features): dequantized when the model is quantized."""
-        y = self.run(x)[-1].toarray()
-        if self._fixed is None:
-            return y
-        return self.model.layers[-1].numerics.output_format.to_float(y)
+        y = self.run(x)[-1]
+        return y.toarray() if self._fixed is None else self.dequantized(y)
+
+    def dequantized(self, y_q: sp.csr_array) -> np.ndarray:
+        """The float values of the last layer's integer outputs."""
+        return self.model.layers[-1].numerics.output_format.to_float(y_q.toarray())

@@ -61,6 +61,15 @@ def format_cost(model: Model) -> int:
     )
 
 
+def check_max_error(max_error: float) -> None:
+    """Refuse an error bound that is not a fraction of the output range: 5 meant as 5% would
+    otherwise allow 500%."""
+    if not 0 < max_error < 1:
+        raise FpgagenError(
+            f"--max-error {max_error:g}: must be a fraction of the output range between 0 and 1 (0.01 is 1%)"
+        )
+
+
 def choose_formats(
     model: Model, calib: np.ndarray, max_error: float, widest: Precision = MAX_PRECISION
 ) -> FormatChoice:
@@ -71,8 +80,7 @@ def choose_formats(
     error within `1 - RESERVE` of the bound. When even the widest formats need it, the reserve is
     given up first, then the guard bit (only inputs beyond the calibration maximum saturate).
     """
-    if not (max_error > 0 and np.isfinite(max_error)):
-        raise FpgagenError(f"--max-error {max_error}: must be a positive number (0.01 is 1% of the output range)")
+    check_max_error(max_error)
     top = Widths.uniform(widest, len(model.layers))
     searches = []
     for margin, goal in (

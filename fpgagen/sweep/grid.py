@@ -7,11 +7,11 @@ bound; its id (001, 002, ...) follows the grid's order, boards outermost.
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import asdict, dataclass
 
 from ..errors import FpgagenError
 from ..numerics import parse_precision
+from ..passes.formats import check_max_error
 from ..passes.prune import checked_sparsity, parse_method
 from ..schedule.apply import DATAFLOW_PES, SEQUENTIAL_PES
 from ..schedule.boards import load_board
@@ -83,8 +83,7 @@ def parse_grid(
         load_board(board)
     precision_list = _items(precisions, "--precisions")
     for precision in precision_list:
-        if parse_precision(precision) is None:
-            raise FpgagenError(f"--precisions {precision}: float has no hardware; use fixed point such as w8a16")
+        parse_precision(precision, hardware=True)
     schedule_list = _items(schedules, "--schedules")
     for policy in schedule_list:
         if policy not in POLICIES:
@@ -148,6 +147,5 @@ def _max_errors(text: str | None) -> tuple[float | None, ...]:
         return (None,)
     values = [_number(item, "--max-error", float) for item in _items(text, "--max-error")]
     for value in values:
-        if not (value > 0 and math.isfinite(value)):
-            raise FpgagenError(f"--max-error {value}: an error bound is a positive, finite number")
+        check_max_error(value)
     return tuple(values)
