@@ -102,9 +102,11 @@ def atomic_directory(
     target = absolute(target)
     remove_leftovers(target.parent)
     if target.is_dir():
-        remove_leftovers(target)
         with _work_inside(target) as work:
             yield work
+            # A dead run's temporaries go only now: until the swap, they say what the folder's
+            # half-swapped entries are (fpgagen.outdir checks them again before the swap).
+            remove_leftovers(target)
             with _signals_deferred():
                 _swap_entries(target, work, replaceable, last)
         return

@@ -26,7 +26,7 @@ from .golden import flatten_inputs
 from .ir import Model
 from .manifest import NAME as MANIFEST_NAME
 from .manifest import NumericsRecord, build_manifest, write_manifest
-from .outdir import check_output_folder, is_design_entry
+from .outdir import check_nothing_foreign, check_output_folder, is_design_entry
 from .prepare import FrontOptions, prepare
 from .schedule.activity import Activity
 from .schedule.boards import Board, load_board
@@ -78,6 +78,7 @@ def compile_model(
     with atomic_directory(target, replaceable=is_design_entry, last=MANIFEST_NAME) as work:
         numerics = write_design(model, board, work, inputs, model_path, calib_path, step, numerics)
         written = sum(path.stat().st_size for path in work.rglob("*") if path.is_file())
+        check_nothing_foreign(outdir)  # again: the user may have added files while it worked
     seconds = time.perf_counter() - started
     return CompileSummary(Path(outdir), model, seconds, written, numerics, prepared.clock_note)
 
@@ -92,7 +93,8 @@ def write_design(
     step: Callable[[str], None] = lambda _: None,
     numerics: NumericsRecord | None = None,
 ) -> NumericsRecord:
-    """Write every output of a quantized, scheduled model into `folder` (`source`: its model file,
+    """Write every output of a quantized, scheduled model into `folder`, which should be empty: the
+    manifest lists every file in it as the design's (`source`: the model file,
     recorded so that the design can be re-simulated on new inputs). A schedule made by hand gets
     the cost model's estimate here, with the activity of `inputs`. Without a measured error
     (`numerics`), the error and saturation are measured on `inputs`; the record is returned."""

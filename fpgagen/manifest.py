@@ -198,7 +198,9 @@ def write_manifest(manifest: dict, outdir: Path) -> None:
 def read_manifest(outdir: Path) -> dict:
     path = Path(outdir) / NAME
     if not Path(outdir).is_dir():
-        raise FpgagenError(f"{outdir}: no such folder")
+        raise FpgagenError(
+            f"{outdir}: {'is a file, not a design folder' if Path(outdir).exists() else 'no such folder'}"
+        )
     if not path.is_file():
         raise FpgagenError(f"{outdir}: no {NAME}; compile a model into it first (fpgagen compile MODEL -o {outdir})")
     try:

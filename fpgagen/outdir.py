@@ -39,6 +39,9 @@ _SHOWN = 3  # foreign entries named in a refusal
 # build (`fpgagen sim`), the C simulation's (`fpgagen csim`: the HLS Makefile's BUILD), and the
 # vectors of their --inputs.
 _BUILD_FOLDERS = ("sim_build", "hls/bin", "csim_vectors", "sim_vectors")
+# Yosys's outputs, which `fpgagen synth` writes into the RTL folder and removes (fpgagen/synth.py):
+# a killed synth leaves them behind.
+_BUILD_FILES = ("rtl/synth_stat.json", "rtl/synth_netlist.json")
 
 
 def is_design_entry(name: str) -> bool:
@@ -46,26 +49,29 @@ def is_design_entry(name: str) -> bool:
     return _DESIGN_ENTRIES.match(name) is not None
 
 
-def design_source(folder: Path) -> str | None:
-    """The model file an fpgagen design in `folder` was compiled from ("" if it records none),
-    or None when `folder` holds no fpgagen manifest (of this version or an earlier one)."""
+def _manifest(folder: Path) -> dict | None:
+    """The fpgagen manifest in `folder` (of this version or an earlier one), or None."""
     try:
         manifest = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
-        if str(manifest["schema"]).startswith(SCHEMA_FAMILY):
-            return manifest["source"]["model"] or ""
+        if isinstance(manifest, dict) and str(manifest["schema"]).startswith(SCHEMA_FAMILY):
+            return manifest
     except (OSError, ValueError, KeyError, TypeError):
         pass
     return None
 
 
+def design_source(folder: Path) -> str | None:
+    """The model file an fpgagen design in `folder` was compiled from ("" if it records none),
+    or None when `folder` holds no fpgagen manifest (of this version or an earlier one)."""
+    manifest = _manifest(folder)
+    return None if manifest is None else (manifest.get("source") or {}).get("model") or ""
+
+
 def design_files(folder: Path) -> set[str] | None:
     """The files an fpgagen design in `folder` was written with, as its manifest lists them
-    (relative paths, the manifest's own name included), or None when the manifest lists none: no
-    manifest, or one of an fpgagen before manifest schema 7."""
-    try:
-        files = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    (relative paths, the manifest's own name included), or None when no manifest lists them: none
+    is there, or one of an fpgagen before manifest schema 7."""
+    files = (_manifest(folder) or {}).get("files")
     if not isinstance(files, list) or not all(isinstance(name, str) for name in files):
         return None
     return {*files, MANIFEST}
@@ -89,6 +95,16 @@ def check_output_folder(folder: Path, inputs: list[Path]) -> Path:
     busy = [entry.name for entry in target.iterdir() if is_temporary(entry.name) and entry not in dead]
     if busy:
         raise FpgagenError(f"{folder}: another fpgagen run is writing into it ({busy[0]}); wait for it to finish")
+    check_nothing_foreign(folder)
+    return target
+
+
+def check_nothing_foreign(folder: Path) -> None:
+    """FpgagenError if `folder` holds anything but an earlier fpgagen design. `compile` asks again
+    right before it swaps its design in: the user may have added files while it worked."""
+    target = absolute(folder)
+    if not target.is_dir():
+        return
     if design_source(target) is not None and design_files(target) is None:
         raise FpgagenError(
             f"{folder}: holds a design of an earlier fpgagen, whose manifest does not list the files it "
@@ -101,7 +117,6 @@ def check_output_folder(folder: Path, inputs: list[Path]) -> Path:
             f"{folder}: holds files fpgagen did not write ({shown}); fpgagen writes only into a missing or "
             "empty folder or an earlier fpgagen design: choose another -o"
         )
-    return target
 
 
 def check_output_model(path: Path, inputs: list[Path]) -> Path:
@@ -136,30 +151,47 @@ def _foreign_entries(folder: Path) -> list[str]:
     if foreign:
         return foreign
     listed = design_files(folder)
+    if listed is None and design_source(folder) is None:
+        listed = _interrupted_files(folder)
     if listed is not None:
         return _unlisted(folder, listed)
-    if design_source(folder) is None and interrupted_replacement(folder, MANIFEST):
-        return []  # a dead run was swapping a design in: its entries are fpgagen's
     return entries  # fpgagen's names, but no manifest says which files fpgagen wrote
+
+
+def _interrupted_files(folder: Path) -> set[str] | None:
+    """When a dead run was swapping a design into `folder` (its manifest moved out first and in
+    last), what the folder may hold of fpgagen's: the files of the design moved out (its `.old`
+    temporary) and of the one moved in (its `.partial`). None when no such run left a list."""
+    if not interrupted_replacement(folder, MANIFEST):
+        return None
+    lists = [design_files(path) for path in leftovers(folder) if path.is_dir()]
+    found = [files for files in lists if files is not None]
+    return set().union(*found) if found else None
 
 
 def _unlisted(folder: Path, listed: set[str]) -> list[str]:
     """What `folder` holds beside the design's `listed` files, the folders on their way and the
     build folders: the user's files and folders (symbolic links not followed)."""
     kept = {parent.as_posix() for name in listed for parent in PurePosixPath(name).parents} | listed
+    kept |= set(_BUILD_FILES)
     found = []
     for root, folders, files in os.walk(folder):
         here = Path(root).relative_to(folder)
+        top = here == Path(".")
         for name in sorted(folders):
             path = (here / name).as_posix()
-            if path in _BUILD_FOLDERS or (here == Path(".") and is_temporary(name)):
+            if path in _BUILD_FOLDERS or (top and is_temporary(name)):
                 folders.remove(name)  # whatever a build or another run put there is fpgagen's
             elif path not in kept:
                 found.append(path)
                 folders.remove(name)  # named once, not file by file
-        found += [(here / name).as_posix() for name in sorted(files) if (here / name).as_posix() not in kept]
-    top_level = {name for name in found if "/" not in name and is_design_entry(name)}
-    return sorted(name for name in found if name not in top_level)  # results and reports: fpgagen's names
+        for name in sorted(files):
+            path = (here / name).as_posix()
+            # At the top, what the other commands write (results, the report) and their
+            # temporaries (a live run's was refused before; a dead run's is removed) are fpgagen's.
+            if path not in kept and not (top and (is_design_entry(name) or is_temporary(name))):
+                found.append(path)
+    return sorted(found)
 
 
 def default_name(model_path: Path) -> str:

@@ -21,7 +21,7 @@ from .errors import FpgagenError
 from .frontend import load_model
 from .ir import Model, Schedule
 from .numerics import DEFAULT_PRECISION, Precision, parse_precision
-from .passes.formats import MAX_PRECISION, choose_formats
+from .passes.formats import MAX_PRECISION, check_max_error, choose_formats
 from .passes.quantize import CALIBRATION_MARGIN, Formats, apply_formats, quantize
 from .passes.relabel import relabel
 from .schedule.activity import Activity
@@ -44,6 +44,10 @@ class FrontOptions:
     max_error: float | None = None  # choose per-layer formats within this error (passes/formats.py)
 
     def chosen_precision(self) -> Precision:
+        """The precision asked for (the widest allowed with `max_error`), refused with the error
+        bound when either is not one fpgagen can build: before any work."""
+        if self.max_error is not None:
+            check_max_error(self.max_error)
         default = MAX_PRECISION.name if self.max_error is not None else DEFAULT_PRECISION
         return parse_precision(self.precision or default, hardware=True)
 
@@ -94,7 +98,7 @@ def prepare(
         model = apply_formats(model, recorded.formats, precision)
         return Prepared(relabel(apply_schedule(model, recorded.schedule)), board, calib, None)
     if options.max_error is not None:
-        step(f"choosing formats for an error of at most {options.max_error:g}")
+        step(f"choosing formats for an error of at most {100 * options.max_error:g}% of the output range")
         choice = choose_formats(model, calib, options.max_error, precision)
         model, margin, goal = choice.model, choice.margin, choice.goal
     else:

@@ -257,6 +257,11 @@ def tsv_folder(tmp_path):
             "n64-l2.tsv: line 1 has value inf; weights must be finite",
         ),
         (lambda f: (f / "neuron64" / "n64-l3.tsv").write_text(""), [], "n64-l3.tsv: holds no 'row col value' line"),
+        (
+            lambda f: (f / "neuron64" / "n64-l3.tsv").write_text("3\t4\t1\n1\t1\t1\n3\t4\t2\n"),
+            [],
+            "n64-l3.tsv: line 3 repeats the edge of line 1",
+        ),
     ],
 )
 def test_import_tsv_refuses_bad_input_and_writes_nothing(run_cli, tsv_folder, break_it, args, message):

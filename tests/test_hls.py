@@ -169,7 +169,7 @@ def test_a_project_that_does_not_build_is_a_failed_check(mixed_design, run_cli):
 def test_csim_without_a_project_is_bad_input(tmp_path, run_cli):
     result = run_cli("csim", tmp_path)
     assert result.exit_code == 2
-    assert "no hls/ folder" in result.stderr
+    assert "no manifest.json; compile a model into it first" in result.stderr
 
 
 def test_csim_inputs_without_a_manifest_is_bad_input(tmp_path, run_cli):

@@ -216,6 +216,60 @@ def test_a_replacement_killed_halfway_is_recognized_and_redone(tmp_path, run_cli
     assert temporaries(design) == [] and (design / "hls").is_dir()
     assert read_manifest(design)["source"]["model"] == str(model)
 
+    # The same, but the user has put a file in the half-swapped folder since: the lists of the
+    # two designs the dead run was swapping (its .old and .partial) tell it from fpgagen's.
+    old.mkdir()
+    for name in ("manifest.json", "rtl"):
+        (design / name).rename(old / name)
+    (design / "vectors" / "mine.txt").write_text("mine")
+    before = snapshot(design)
+    result = run_cli("compile", model, "-o", design)
+    assert result.exit_code == 2 and "holds files fpgagen did not write (vectors/mine.txt)" in result.stderr
+    assert snapshot(design) == before
+
+
+def test_files_a_user_adds_while_compile_works_are_kept(tmp_path, run_cli, monkeypatch):
+    """compile looks again right before it swaps its design in."""
+    model = save_model(tmp_path / "model.onnx")
+    design = tmp_path / "design"
+    assert run_cli("compile", model, "-o", design).exit_code == 0
+    write_design = compile_module.write_design
+
+    def meanwhile(*args, **kwargs):
+        (design / "rtl" / "late.txt").write_text("added during the compile")
+        return write_design(*args, **kwargs)
+
+    monkeypatch.setattr(compile_module, "write_design", meanwhile)
+    result = run_cli("compile", model, "-o", design)
+    assert result.exit_code == 2 and "holds files fpgagen did not write (rtl/late.txt)" in result.stderr
+    assert (design / "rtl" / "late.txt").read_text() == "added during the compile"
+    assert temporaries(design) == [] and read_manifest(design)["source"]["model"] == str(model)
+
+
+def test_a_manifest_of_ones_own_does_not_make_a_folder_fpgagens(tmp_path, run_cli):
+    """Only an fpgagen manifest (its schema) lists fpgagen's files."""
+    model = save_model(tmp_path / "model.onnx")
+    folder = tmp_path / "mine"
+    (folder / "rtl").mkdir(parents=True)
+    (folder / "rtl" / "mine.v").write_text("module mine; endmodule")
+    (folder / "manifest.json").write_text(json.dumps({"files": ["rtl/mine.v"]}))
+    before = snapshot(folder)
+    result = run_cli("compile", model, "-o", folder)
+    assert result.exit_code == 2 and "holds files fpgagen did not write (manifest.json, rtl)" in result.stderr
+    assert snapshot(folder) == before
+
+
+def test_what_killed_commands_leave_in_a_design_does_not_block_the_next_compile(tmp_path, run_cli):
+    """A killed report or synth leaves a dead temporary at the top, or Yosys's files in rtl/."""
+    model = save_model(tmp_path / "model.onnx")
+    design = tmp_path / "design"
+    assert run_cli("compile", model, "-o", design).exit_code == 0
+    (design / f".report.html.fpgagen-{dead_pid()}-abc123.partial").write_text("half a report")
+    (design / "rtl" / "synth_stat.json").write_text("{}")
+    result = run_cli("compile", model, "-o", design)
+    assert result.exit_code == 0, result.stderr
+    assert temporaries(design) == [] and not (design / "rtl" / "synth_stat.json").exists()
+
 
 # -- predict --out ---------------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from .common import model_argument, out, plural, precision_option, print_table
     show_default=True,
     help="Processing elements the outputs of each layer are interleaved over (output j on PE j mod P).",
 )
-@precision_option
+@precision_option(float_too=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the analysis as JSON on stdout instead of a table.")
 def analyze_command(model: Path, calib: Path | None, pes: int, precision: str, as_json: bool) -> None:
     """Report, per layer of MODEL, what its sparsity costs on an engine of P PEs.

@@ -19,12 +19,17 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 model_argument = click.argument("model", type=click.Path(path_type=Path))
-precision_option = click.option(
-    "--precision",
-    default=DEFAULT_PRECISION,
-    show_default=True,
-    help="Fixed-point widths as wXaY (weights X bits, activations Y bits), or 'float'.",
-)
+
+
+def precision_option(float_too: bool):
+    """--precision of a command that takes the float reference too (`float_too`), or only a
+    precision there is hardware for."""
+    choices = "wXaY (weights X bits, activations Y bits)" + (", or 'float'" if float_too else "")
+    return click.option(
+        "--precision", default=DEFAULT_PRECISION, show_default=True, help=f"Fixed-point widths as {choices}."
+    )
+
+
 calib_option = click.option(
     "--calib",
     type=click.Path(path_type=Path),

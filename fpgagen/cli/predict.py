@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..accuracy import CALIBRATION, measure_accuracy
-from ..arrays import read_array, read_calibration, write_array
+from ..arrays import NPY_MAGIC, read_array, read_calibration, write_array
 from ..atomic import absolute
 from ..design import model_from_manifest
 from ..errors import FpgagenError
@@ -20,8 +20,6 @@ from ..numerics import DEFAULT_PRECISION, parse_precision
 from ..passes.quantize import quantize
 from . import app
 from .common import accuracy_lines, calib_option, err, plural
-
-_NPY_MAGIC = b"\x93NUMPY"
 
 
 @app.command()
@@ -100,5 +98,5 @@ def _check_output(out_path: Path, inputs: list[Path]) -> None:
             raise FpgagenError(f"{out_path}: is an input of this command; give another --out")
     if target.is_file():
         with open(target, "rb") as handle:
-            if handle.read(len(_NPY_MAGIC)) != _NPY_MAGIC:
+            if handle.read(len(NPY_MAGIC)) != NPY_MAGIC:
                 raise FpgagenError(f"{out_path}: exists and is not a .npy array; fpgagen does not overwrite it")

@@ -38,7 +38,7 @@ from .common import err, model_argument, objective_option, out, precision_option
     "layer, weights streamed from off chip.",
 )
 @objective_option
-@precision_option
+@precision_option(float_too=False)
 @click.option(
     "--calib",
     type=click.Path(path_type=Path),

@@ -90,7 +90,23 @@ def read_triples(path: Path, shape: tuple[int, int]) -> sp.coo_array:
         raise FpgagenError(
             f"{path}: line {_line_of(path, row)} has value {values[row]:g}; weights must be finite numbers"
         )
-    return sp.coo_array((values, (rows.astype(np.int64) - 1, cols.astype(np.int64) - 1)), shape=shape)
+    rows, cols = rows.astype(np.int64) - 1, cols.astype(np.int64) - 1
+    _check_no_repeats(path, rows * shape[1] + cols)
+    return sp.coo_array((values, (rows, cols)), shape=shape)
+
+
+def _check_no_repeats(path: Path, positions: np.ndarray) -> None:
+    """Refuse an edge given twice: a sparse matrix would add the two values without a word."""
+    if np.all(positions[1:] > positions[:-1]):
+        return  # sorted, as the official files and write_triples are: no sort needed
+    order = np.argsort(positions, kind="stable")
+    repeated = np.flatnonzero(positions[order][1:] == positions[order][:-1])
+    if repeated.size:
+        first, again = sorted(order[[repeated[0], repeated[0] + 1]])
+        raise FpgagenError(
+            f"{path}: line {_line_of(path, again)} repeats the edge of line {_line_of(path, first)}; "
+            "each (row, col) may appear once"
+        )
 
 
 def _data_lines(path: Path) -> Iterator[tuple[int, str, list[str]]]:
@@ -108,17 +124,24 @@ def _line_of(path: Path, row: int) -> int:
     return next(itertools.islice(_data_lines(path), row, None))[0]
 
 
+# A number as numpy's loadtxt reads one (Python's float() also takes 1_000 and non-ASCII digits).
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|nan)", re.ASCII | re.IGNORECASE)
+
+
 def _first_bad_line(path: Path) -> str:
-    """Why numpy could not read `path` as a table of numbers: its first line that is not three of
-    them, as the user sees it (lines counted from 1; blank lines and # comments skipped, as numpy
-    does)."""
+    """Why numpy could not read `path` as a table of numbers: its first line that is not UTF-8
+    text or not three numbers, as the user sees it (lines counted from 1)."""
+    with open(path, "rb") as file:
+        for number, raw in enumerate(file, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return f"line {number} is not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line)"
     for number, line, fields in _data_lines(path):
         if len(fields) != 3:
             return f"line {number} has {len(fields)} fields, expected 3 (row, col, value): {line.strip()[:60]!r}"
         for field in fields:
-            try:
-                float(field)
-            except ValueError:
+            if not _NUMBER.fullmatch(field):
                 return f"line {number}: {field[:30]!r} is not a number (expected 'row col value')"
     return "not a table of 'row col value' numbers"
 
