@@ -88,7 +88,9 @@ def run_rtl_simulation(
     (by default what the manifest records). `progress` hears of the build and of every vector
     simulated.
     """
-    from cocotb_tools.runner import get_runner
+    from cocotb_tools.runner import get_runner  # here: cocotb takes half a second to import
+
+    from . import verilator_runtime
 
     check_simulator(simulator)
     outdir = Path(outdir).resolve()
@@ -110,7 +112,7 @@ def run_rtl_simulation(
         if data.exists() and not link.exists():
             link.symlink_to(os.path.relpath(data, build))
     batch = read_vectors(vectors).batch
-    runner = get_runner(simulator)
+    runner = verilator_runtime.runner() if simulator == "verilator" else get_runner(simulator)
     progress.begin(f"building the RTL with {simulator}")
     build_args = (
         ["-Wno-fatal", "--no-public-flat-rw", str(_public_signals(build, top))] if simulator == "verilator" else []
@@ -128,6 +130,8 @@ def run_rtl_simulation(
         )
     except Exception as exc:  # noqa: BLE001  (the runner raises CalledProcessError and friends)
         raise FpgagenError(f"{simulator} could not build {rtl} ({exc}); see {build / 'build.log'}") from None
+    if simulator == "verilator":
+        verilator_runtime.save(build, waves)
     results.unlink(missing_ok=True)
     counter = build / "progress.txt"
     counter.unlink(missing_ok=True)

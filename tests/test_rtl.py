@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from designs import MLPS, NONE, RELU, lint, mlp_design, mlp_model, pruned_mlp
 from plan_checks import check_design_follows_plan, check_rtl_memories_are_the_plan
-from simulation import QUICK_SIMULATOR, one_by_default, require, simulate
+from simulation import one_by_default, require, simulate
 
+from fpgagen import verilator_runtime
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.manifest import read_manifest
 
@@ -44,6 +45,20 @@ def test_pruned_mlp_rtl_is_bit_exact(mlp, simulator, run_cli):
     assert all(entry["busy_cycles"] > 0 and entry["drain_cycles"] > 0 for entry in results["layers"])
 
 
+def test_verilators_runtime_is_compiled_once_per_machine(tmp_path, run_cli, monkeypatch):
+    """The first Verilator build leaves the runtime objects in the cache; the next build, of
+    another design, takes them from there instead of compiling verilated.cpp, and is bit-exact."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    compiled = []
+    for case in ("small_dataflow", "small_mixed"):
+        outdir = mlp_design(case, tmp_path / case, count=2)
+        simulate(run_cli, outdir, "verilator", "--keep-build")
+        compiled.append("verilated.cpp" in (outdir / "sim_build" / "verilator" / "build.log").read_text())
+    assert compiled == [True, False]
+    (cached,) = (tmp_path / "cache" / "fpgagen" / "verilator-runtime").iterdir()
+    assert sorted(path.name for path in cached.iterdir()) == sorted(verilator_runtime.OBJECTS)
+
+
 def test_core_with_ap_ctrl_hs_pins_runs_the_same_testbench(tmp_path, run_cli):
     """The Vitis-style core (ap_ctrl_hs, m_axi for the sequential stage) under the same testbench."""
     require("icarus")
@@ -53,7 +68,8 @@ def test_core_with_ap_ctrl_hs_pins_runs_the_same_testbench(tmp_path, run_cli):
 
 
 def test_a_board_profile_of_ones_own_compiles_and_verifies(tmp_path, run_cli):
-    """A .yaml board whose name no built-in has, through compile, csim and RTL simulation."""
+    """A .yaml board whose name no built-in has, through compile and csim. (The RTL of a design for
+    a board of one's own runs in test_performance's striped-channel test.)"""
     board = tmp_path / "my.yaml"
     board.write_text(
         "name: lab-card-7\npart: xcvu9p-flga2104-2-i\ndsp: 6840\nbram36: 2160\nuram: 960\nlut: 1182240\n"
@@ -70,4 +86,3 @@ def test_a_board_profile_of_ones_own_compiles_and_verifies(tmp_path, run_cli):
     assert "create_clock -period 4.000" in (outdir / "hls" / "run_hls.tcl").read_text()
     check_design_follows_plan(outdir)
     assert run_cli("csim", outdir).exit_code == 0
-    simulate(run_cli, outdir, QUICK_SIMULATOR)

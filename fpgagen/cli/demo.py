@@ -30,7 +30,8 @@ def demo(ctx: click.Context, folder: Path, neurons: int, layers: int, simulator:
     """Generate a Graph Challenge network, compile it, and verify the design bit for bit.
 
     Runs: example graphchallenge, compile (calibrated on the example's images), csim (the HLS C++
-    under g++), sim (the RTL under cocotb) and report. About a minute on two cores, mostly the Verilator build.
+    under g++), sim (the RTL under cocotb) and report. About a minute and a half on two cores, mostly the
+    Verilator build.
     """
     from . import compile as compile_module
     from . import csim as csim_module
