@@ -30,7 +30,7 @@ SIM_VECTORS = "sim_vectors"
     help=f"Inputs (.npy) to simulate instead of OUTDIR/vectors; their golden outputs come from the model "
     f"and are kept in OUTDIR/{SIM_VECTORS}, which `fpgagen report` then uses.",
 )
-@click.option("--waves", is_flag=True, help="Record waveforms (FST for Verilator, VCD for Icarus) in OUTDIR/sim_build.")
+@click.option("--waves", is_flag=True, help="Record waveforms (VCD for Verilator, FST for Icarus) in OUTDIR/sim_build.")
 @click.option(
     "--keep-build",
     is_flag=True,
