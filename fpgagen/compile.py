@@ -26,7 +26,7 @@ from .golden import flatten_inputs
 from .ir import Model
 from .manifest import NAME as MANIFEST_NAME
 from .manifest import NumericsRecord, build_manifest, write_manifest
-from .outdir import check_nothing_foreign, check_output_folder, is_design_entry
+from .outdir import check_nothing_foreign, check_output_folder, is_design_entry, written_files
 from .prepare import FrontOptions, prepare
 from .schedule.activity import Activity
 from .schedule.boards import Board, load_board
@@ -122,8 +122,7 @@ def write_design(
     numerics = numerics or NumericsRecord(None, None, None, None)
     if numerics.accuracy is None:
         numerics = replace(numerics, accuracy=_test_vector_accuracy(model, inputs.x))
-    files = [path.relative_to(folder).as_posix() for path in folder.rglob("*") if not path.is_dir()]
-    write_manifest(build_manifest(plan, source, calib, numerics, files), folder)
+    write_manifest(build_manifest(plan, source, calib, numerics, written_files(folder)), folder)
     return numerics
 
 

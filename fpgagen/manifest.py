@@ -62,11 +62,11 @@ def numerics_digest(model: Model) -> str:
 
 
 def build_manifest(
-    plan: EnginePlan, source: Path | None, calib: Path | None, numerics: NumericsRecord, files: list[str]
+    plan: EnginePlan, source: Path | None, calib: Path | None, numerics: NumericsRecord, files: dict[str, str]
 ) -> dict:
     """The manifest of `plan`'s design, whose other files are `files` (paths relative to the
-    design's folder): a later compile into the folder replaces those and refuses to touch anything
-    else (fpgagen/outdir.py)."""
+    design's folder, with the SHA-256 of their content): a later compile into the folder replaces
+    those as they are, and refuses to touch anything else (fpgagen/outdir.py)."""
     model, board, interface = plan.model, plan.board, plan.interface
     schedule = model.schedule
     estimate = schedule.estimate.to_dict() if schedule.estimate is not None else None
@@ -151,7 +151,7 @@ def build_manifest(
             ],
         },
         "vectors": "vectors",
-        "files": sorted(files),
+        "files": dict(sorted(files.items())),
     }
 
 

@@ -15,6 +15,7 @@ model fpgagen wrote (an ONNX file whose producer is fpgagen), and never over the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -67,14 +68,33 @@ def design_source(folder: Path) -> str | None:
     return None if manifest is None else (manifest.get("source") or {}).get("model") or ""
 
 
-def design_files(folder: Path) -> set[str] | None:
-    """The files an fpgagen design in `folder` was written with, as its manifest lists them
-    (relative paths, the manifest's own name included), or None when no manifest lists them: none
-    is there, or one of an fpgagen before manifest schema 7."""
+# A design's files, as its manifest lists them: relative path -> the SHA-256 digests its content
+# may have (one; two for a half-swapped folder; none to check for the manifest itself).
+Listed = dict[str, set[str]]
+
+
+def written_files(folder: Path) -> dict[str, str]:
+    """Every file below `folder` (a design just written), relative path -> SHA-256 of its content:
+    what the manifest lists."""
+    return {path.relative_to(folder).as_posix(): _digest(path) for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def design_files(folder: Path) -> Listed | None:
+    """The files an fpgagen design in `folder` was written with, as its manifest lists them (the
+    manifest's own name included), or None when no manifest lists them: none is there, or one of an
+    fpgagen before manifest schema 7."""
     files = (_manifest(folder) or {}).get("files")
-    if not isinstance(files, list) or not all(isinstance(name, str) for name in files):
+    if not isinstance(files, dict) or not all(isinstance(value, str) for value in files.values()):
         return None
-    return {*files, MANIFEST}
+    return {name: {digest} for name, digest in files.items()} | {MANIFEST: set()}
 
 
 def check_output_folder(folder: Path, inputs: list[Path]) -> Path:
@@ -158,7 +178,7 @@ def _foreign_entries(folder: Path) -> list[str]:
     return entries  # fpgagen's names, but no manifest says which files fpgagen wrote
 
 
-def _interrupted_files(folder: Path) -> set[str] | None:
+def _interrupted_files(folder: Path) -> Listed | None:
     """When a dead run was swapping a design into `folder` (its manifest moved out first and in
     last), what the folder may hold of fpgagen's: the files of the design moved out (its `.old`
     temporary) and of the one moved in (its `.partial`). None when no such run left a list."""
@@ -166,13 +186,20 @@ def _interrupted_files(folder: Path) -> set[str] | None:
         return None
     lists = [design_files(path) for path in leftovers(folder) if path.is_dir()]
     found = [files for files in lists if files is not None]
-    return set().union(*found) if found else None
+    if not found:
+        return None
+    union: Listed = {}
+    for files in found:
+        for name, digests in files.items():
+            union.setdefault(name, set()).update(digests)
+    return union
 
 
-def _unlisted(folder: Path, listed: set[str]) -> list[str]:
-    """What `folder` holds beside the design's `listed` files, the folders on their way and the
-    build folders: the user's files and folders (symbolic links not followed)."""
-    kept = {parent.as_posix() for name in listed for parent in PurePosixPath(name).parents} | listed
+def _unlisted(folder: Path, listed: Listed) -> list[str]:
+    """What `folder` holds beside the design's `listed` files as fpgagen wrote them, the folders on
+    their way and the build folders: the user's files and folders, and listed files the user has
+    changed since (symbolic links not followed)."""
+    kept = {parent.as_posix() for name in listed for parent in PurePosixPath(name).parents} | set(listed)
     kept |= set(_BUILD_FILES)
     found = []
     for root, folders, files in os.walk(folder):
@@ -191,6 +218,8 @@ def _unlisted(folder: Path, listed: set[str]) -> list[str]:
             # temporaries (a live run's was refused before; a dead run's is removed) are fpgagen's.
             if path not in kept and not (top and (is_design_entry(name) or is_temporary(name))):
                 found.append(path)
+            elif listed.get(path) and _digest(Path(root) / name) not in listed[path]:
+                found.append(f"{path} (changed since fpgagen wrote it)")
     return sorted(found)
 
 

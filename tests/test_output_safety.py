@@ -127,6 +127,9 @@ def test_compile_never_touches_a_users_files_inside_an_earlier_design(tmp_path, 
     assert sorted(path.name for path in design.iterdir()) == ["hls", "manifest.json", "rtl", "vectors"]
     assert not (design / "hls" / "bin").exists()
 
+    # a generated file the user has tuned is theirs now too
+    tuned = design / "hls" / "hls_config.cfg"
+    tuned.write_text(tuned.read_text() + "# tuned by hand\n")
     (design / "hls" / "fpgagen_prj" / "solution1").mkdir(parents=True)
     (design / "hls" / "fpgagen_prj" / "solution1" / "top.v").write_text("synthesized")
     (design / "rtl" / "my_notes.txt").write_text("mine")
@@ -134,9 +137,8 @@ def test_compile_never_touches_a_users_files_inside_an_earlier_design(tmp_path, 
     before = snapshot(design)
     result = run_cli("compile", model, "-o", design)
     assert result.exit_code == 2
-    assert f"{design}: holds files fpgagen did not write (hls/fpgagen_prj, rtl/my_notes.txt, vectors/empty)" in (
-        result.stderr
-    )
+    shown = "hls/fpgagen_prj, hls/hls_config.cfg (changed since fpgagen wrote it), rtl/my_notes.txt and 1 more"
+    assert f"{design}: holds files fpgagen did not write ({shown})" in result.stderr
     assert snapshot(design) == before
 
 
@@ -252,7 +254,7 @@ def test_a_manifest_of_ones_own_does_not_make_a_folder_fpgagens(tmp_path, run_cl
     folder = tmp_path / "mine"
     (folder / "rtl").mkdir(parents=True)
     (folder / "rtl" / "mine.v").write_text("module mine; endmodule")
-    (folder / "manifest.json").write_text(json.dumps({"files": ["rtl/mine.v"]}))
+    (folder / "manifest.json").write_text(json.dumps({"files": {"rtl/mine.v": "0" * 64}}))
     before = snapshot(folder)
     result = run_cli("compile", model, "-o", folder)
     assert result.exit_code == 2 and "holds files fpgagen did not write (manifest.json, rtl)" in result.stderr
