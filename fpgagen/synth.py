@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import shutil
 import subprocess
 import sysconfig
@@ -17,6 +16,7 @@ from pathlib import Path
 from .errors import FpgagenError
 from .manifest import read_manifest
 from .timing import LogicDepth, logic_depth, read_netlist
+from .user_cache import cache_folder
 
 # LUTs a LUT-RAM or shift-register primitive occupies.
 _LUTRAM_LUTS = {
@@ -68,7 +68,7 @@ def _prepared(yowasp: str) -> None:
     WebAssembly (50 s on two cores, with both) and caches it; processes starting together (a
     sweep's workers, the tests' two) would each compile it, twice as slowly. Under a lock the first
     compiles and the others then find it cached (0.4 s)."""
-    lock = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fpgagen" / "yowasp.lock"
+    lock = cache_folder() / "yowasp.lock"
     try:
         lock.parent.mkdir(parents=True, exist_ok=True)
         with open(lock, "w") as handle:

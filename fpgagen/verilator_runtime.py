@@ -26,6 +26,8 @@ from pathlib import Path
 
 from cocotb_tools.runner import Verilator
 
+from .user_cache import cache_folder
+
 # The objects of verilated.mk's VK_GLOBAL_OBJS that cocotb's --vpi build compiles; verilator.o
 # (cocotb's main) includes the design's header and is not among them.
 OBJECTS = ("verilated.o", "verilated_vpi.o", "verilated_threads.o", "verilated_dpi.o")
@@ -92,8 +94,7 @@ def _folder(waves: bool) -> Path | None:
         return None
     flags = [f"{name}={os.environ.get(name, '')}" for name in _FLAGS]
     key = "\0".join([verilator, compiler, *flags, f"waves={waves}"])
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "fpgagen" / "verilator-runtime" / hashlib.sha256(key.encode()).hexdigest()[:16]
+    return cache_folder() / "verilator-runtime" / hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 if __name__ == "__main__":  # the runner's step between Verilator and make: restore BUILD WAVES

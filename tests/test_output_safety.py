@@ -43,6 +43,14 @@ def snapshot(folder: Path) -> dict[str, bytes | None]:
     }
 
 
+def compile_refused(run_cli, model: Path, target, watched: Path, message: str) -> None:
+    """`fpgagen compile MODEL -o TARGET` exits 2 saying `message`, and `watched` is as it was."""
+    before = snapshot(watched)
+    result = run_cli("compile", model, "-o", target)
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
+    assert snapshot(watched) == before
+
+
 def temporaries(*folders: Path) -> list[Path]:
     return [entry for folder in folders if folder.is_dir() for entry in folder.iterdir() if is_temporary(entry.name)]
 
@@ -52,19 +60,12 @@ def temporaries(*folders: Path) -> list[Path]:
 
 def test_compile_never_writes_into_the_models_folder(tmp_path, run_cli):
     model = save_model(tmp_path / "w" / "model.onnx")
-    before = snapshot(tmp_path)
-    result = run_cli("compile", model, "-o", tmp_path / "w")
-    assert result.exit_code == 2
-    assert f"{tmp_path / 'w'}: holds {model}" in result.stderr
-    assert snapshot(tmp_path) == before
+    compile_refused(run_cli, model, tmp_path / "w", tmp_path, f"{tmp_path / 'w'}: holds {model}")
 
 
 def test_compile_never_turns_the_model_file_into_a_folder(tmp_path, run_cli):
     model = save_model(tmp_path / "model.onnx")
-    before = snapshot(tmp_path)
-    result = run_cli("compile", model, "-o", model)
-    assert result.exit_code == 2 and "exists and is not a folder" in result.stderr
-    assert snapshot(tmp_path) == before
+    compile_refused(run_cli, model, model, tmp_path, "exists and is not a folder")
 
 
 def test_compile_into_the_current_folder(tmp_path, run_cli, monkeypatch):
@@ -80,10 +81,7 @@ def test_compile_into_the_current_folder(tmp_path, run_cli, monkeypatch):
         assert temporaries(tmp_path, run) == []
         assert os.stat(".").st_ino == inode  # the folder itself was kept, not replaced
     monkeypatch.chdir(tmp_path)  # holds the model: refused, nothing written
-    before = snapshot(tmp_path)
-    result = run_cli("compile", model, "-o", ".")
-    assert result.exit_code == 2 and "holds" in result.stderr
-    assert snapshot(tmp_path) == before
+    compile_refused(run_cli, model, ".", tmp_path, "holds")
 
 
 def test_compile_never_writes_into_a_folder_with_files_it_did_not_write(tmp_path, run_cli):
@@ -95,11 +93,7 @@ def test_compile_never_writes_into_a_folder_with_files_it_did_not_write(tmp_path
     assert run_cli("compile", model, "-o", design).exit_code == 0
     (design / "notes.txt").write_text("mine now")  # a user's file in an earlier design
     for folder in (foreign, design):
-        before = snapshot(folder)
-        result = run_cli("compile", model, "-o", folder)
-        assert result.exit_code == 2
-        assert f"{folder}: holds files fpgagen did not write (notes.txt)" in result.stderr
-        assert snapshot(folder) == before
+        compile_refused(run_cli, model, folder, folder, f"{folder}: holds files fpgagen did not write (notes.txt)")
 
 
 def test_compile_replaces_every_part_of_an_earlier_design(tmp_path, run_cli):
@@ -134,12 +128,8 @@ def test_compile_never_touches_a_users_files_inside_an_earlier_design(tmp_path, 
     (design / "hls" / "fpgagen_prj" / "solution1" / "top.v").write_text("synthesized")
     (design / "rtl" / "my_notes.txt").write_text("mine")
     (design / "vectors" / "empty").mkdir()
-    before = snapshot(design)
-    result = run_cli("compile", model, "-o", design)
-    assert result.exit_code == 2
     shown = "hls/fpgagen_prj, hls/hls_config.cfg (changed since fpgagen wrote it), rtl/my_notes.txt and 1 more"
-    assert f"{design}: holds files fpgagen did not write ({shown})" in result.stderr
-    assert snapshot(design) == before
+    compile_refused(run_cli, model, design, design, f"{design}: holds files fpgagen did not write ({shown})")
 
 
 def test_a_design_of_an_earlier_fpgagen_version_is_replaced_too(tmp_path, run_cli):
@@ -156,11 +146,7 @@ def test_a_design_of_an_earlier_fpgagen_version_is_replaced_too(tmp_path, run_cl
 
     unlisted = {key: value for key, value in manifest.items() if key != "files"}
     (design / "manifest.json").write_text(json.dumps(unlisted | {"schema": "fpgagen.manifest/1"}))
-    before = snapshot(design)
-    result = run_cli("compile", model, "-o", design)
-    assert result.exit_code == 2
-    assert "whose manifest does not list the files it wrote" in result.stderr
-    assert snapshot(design) == before
+    compile_refused(run_cli, model, design, design, "whose manifest does not list the files it wrote")
 
 
 def test_default_folder_is_named_after_the_model_file(tmp_path, run_cli, monkeypatch):
@@ -224,10 +210,7 @@ def test_a_replacement_killed_halfway_is_recognized_and_redone(tmp_path, run_cli
     for name in ("manifest.json", "rtl"):
         (design / name).rename(old / name)
     (design / "vectors" / "mine.txt").write_text("mine")
-    before = snapshot(design)
-    result = run_cli("compile", model, "-o", design)
-    assert result.exit_code == 2 and "holds files fpgagen did not write (vectors/mine.txt)" in result.stderr
-    assert snapshot(design) == before
+    compile_refused(run_cli, model, design, design, "holds files fpgagen did not write (vectors/mine.txt)")
 
 
 def test_files_a_user_adds_while_compile_works_are_kept(tmp_path, run_cli, monkeypatch):
@@ -255,10 +238,7 @@ def test_a_manifest_of_ones_own_does_not_make_a_folder_fpgagens(tmp_path, run_cl
     (folder / "rtl").mkdir(parents=True)
     (folder / "rtl" / "mine.v").write_text("module mine; endmodule")
     (folder / "manifest.json").write_text(json.dumps({"files": {"rtl/mine.v": "0" * 64}}))
-    before = snapshot(folder)
-    result = run_cli("compile", model, "-o", folder)
-    assert result.exit_code == 2 and "holds files fpgagen did not write (manifest.json, rtl)" in result.stderr
-    assert snapshot(folder) == before
+    compile_refused(run_cli, model, folder, folder, "holds files fpgagen did not write (manifest.json, rtl)")
 
 
 def test_what_killed_commands_leave_in_a_design_does_not_block_the_next_compile(tmp_path, run_cli):

@@ -13,6 +13,7 @@ from ..atomic import absolute
 from ..design import model_from_manifest
 from ..errors import FpgagenError
 from ..frontend import load_model
+from ..frontend.graphchallenge_tsv import holds_layer_files
 from ..golden import GoldenModel, flatten_inputs
 from ..manifest import NAME as MANIFEST
 from ..manifest import read_manifest
@@ -54,7 +55,7 @@ def predict(source: Path, inputs_path: Path, out_path: Path, precision: str | No
         measured = read_manifest(source)["numerics"]["measured"]
         if measured["inputs"] == CALIBRATION:
             scale = measured["output_range"]
-    elif source.is_dir() and not any(source.glob("n*-l*.tsv")) and not any(source.glob("neuron*/n*-l*.tsv")):
+    elif source.is_dir() and not holds_layer_files(source):
         raise FpgagenError(
             f"{source}: neither a compiled design (no {MANIFEST}) nor a Graph Challenge folder (no n{{N}}-l{{k}}.tsv)"
         )

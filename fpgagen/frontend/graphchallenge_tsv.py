@@ -35,18 +35,28 @@ def default_bias(neurons: int) -> float:
     return -0.3 - 0.05 * math.log(neurons / 1024, 4)
 
 
-def layer_files(folder: Path) -> tuple[int, list[Path]]:
-    """The network size N and its layer files in order, from `folder` or `folder/neuron{N}`."""
+def _found_layer_files(folder: Path) -> Iterator[tuple[Path, dict[int, dict[int, Path]]]]:
+    """Each place layer files may sit (`folder`, then its `neuron{N}` subfolders) that holds some:
+    the place, and its files by network size and layer number."""
     folder = Path(folder)
-    candidates = [folder, *sorted(p for p in folder.glob("neuron*") if p.is_dir())]
-    for place in candidates:
-        found = {}
+    for place in [folder, *sorted(p for p in folder.glob("neuron*") if p.is_dir())]:
+        found: dict[int, dict[int, Path]] = {}
         for path in place.glob("n*-l*.tsv"):
             match = _LAYER_FILE.match(path.name)
             if match:
                 found.setdefault(int(match[1]), {})[int(match[2])] = path
-        if not found:
-            continue
+        if found:
+            yield place, found
+
+
+def holds_layer_files(folder: Path) -> bool:
+    """Whether `folder` is laid out as a Graph Challenge network (`layer_files` may still refuse it)."""
+    return next(_found_layer_files(folder), None) is not None
+
+
+def layer_files(folder: Path) -> tuple[int, list[Path]]:
+    """The network size N and its layer files in order, from `folder` or `folder/neuron{N}`."""
+    for place, found in _found_layer_files(folder):
         if len(found) > 1:
             sizes = ", ".join(map(str, sorted(found)))
             raise FpgagenError(f"{place}: layer files of several network sizes ({sizes}); keep one per folder")
