@@ -45,6 +45,8 @@ from fpgagen.schedule.cost_model import (
     FF_PER_TERM,
     LOGIC_TERMS,
     LUT_PER_TERM,
+    SINGLE_CYCLE_FF_PER_ACC_BIT,
+    SINGLE_CYCLE_LUT_PER_ACC_BIT,
     STACKED_FF_PER_ACC_BIT,
     STACKED_LUT_PER_ACC_BIT,
     logic_counts,
@@ -55,7 +57,7 @@ from fpgagen.synth import run_synthesis, yosys_command
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 from designs import compile_design, mlp_design, mlp_model
-from library_module import PE_SOURCES, STACKED_PE, synthesized_cells
+from library_module import PE_SOURCES, SINGLE_CYCLE_PE, SINGLE_CYCLE_PE_BITS, STACKED_PE, synthesized_cells
 
 from fpgagen.vectors import default_inputs
 
@@ -81,6 +83,7 @@ def gc_designs(work: Path) -> list[Path]:
     folders = []
     for policy, pes, precision in GC_CONFIGS:
         outdir = work / f"gc_{policy}_{pes}_{precision}"
+        shutil.rmtree(outdir, ignore_errors=True)  # compiled afresh: its estimate follows the current constants
         args = ["compile", work / "gc1024x3.onnx", "-o", outdir, "--schedule", policy, "--pes", pes,
                 "--precision", precision, "--calib", work / "images.npy", "--vectors", 2]  # fmt: skip
         result = CliRunner().invoke(app, [str(a) for a in args])
@@ -133,6 +136,20 @@ def stacked_pe(work: Path) -> dict:
     bits = STACKED_PE["SUM_W"]
     return {"sum_bits": bits, "lut": split["lut"] - stacked["lut"], "ff": split["ff"] - stacked["ff"],
             "current": {"lut": STACKED_LUT_PER_ACC_BIT * bits, "ff": STACKED_FF_PER_ACC_BIT * bits}}  # fmt: skip
+
+
+def single_cycle_pe(work: Path) -> dict:
+    """What a one-cycle read-modify-write saves in logic (SINGLE_CYCLE_LUT_PER_ACC_BIT,
+    SINGLE_CYCLE_FF_PER_ACC_BIT): library_module.SINGLE_CYCLE_PE synthesized pipelined and in one
+    cycle; the memories themselves are not counted (the same LUT RAM either way)."""
+    folder = work / "single_cycle_pe"
+    folder.mkdir(parents=True, exist_ok=True)
+    variants = [{"SINGLE_CYCLE": single} for single in (0, 1)]
+    cells = {"lut": "t:LUT* t:SRL*", "ff": "t:FD*"}  # the pipeline's delay lines map to shift registers
+    pipelined, single = synthesized_cells(folder, "gc_pe", PE_SOURCES, variants, cells, {"gc_pe.v": SINGLE_CYCLE_PE})
+    bits = SINGLE_CYCLE_PE_BITS
+    return {"sum_bits": bits, "lut": pipelined["lut"] - single["lut"], "ff": pipelined["ff"] - single["ff"],
+            "current": {"lut": SINGLE_CYCLE_LUT_PER_ACC_BIT * bits, "ff": SINGLE_CYCLE_FF_PER_ACC_BIT * bits}}  # fmt: skip
 
 
 def logic_measured(folder: Path, measured: dict) -> dict:
@@ -235,6 +252,10 @@ def main() -> int:
     stacked = stacked_pe(work)
     print(f"a PE's banks stacked in one memory (150 addresses of 24 bits): {stacked['lut']:g} LUTs, {stacked['ff']:g} "
           f"FFs fewer (the cost model counts {stacked['current']['lut']:g}, {stacked['current']['ff']:g})")  # fmt: skip
+    single = single_cycle_pe(work)
+    print(f"a PE's read-modify-write in one cycle (16 addresses of 22 bits): {single['lut']:g} LUTs, "
+          f"{single['ff']:g} FFs fewer (the cost model counts {single['current']['lut']:g}, "
+          f"{single['current']['ff']:g})")  # fmt: skip
     ratios = {kind: [row["ratio"][kind] for row in rows] for kind in BOUNDS}
     for kind, values in ratios.items():
         print(f"estimate / Yosys {kind}: {min(values):.2f} .. {max(values):.2f}")
@@ -243,7 +264,8 @@ def main() -> int:
 
     with atomic_file(HERE / "results" / "resources.json") as partial:
         record = {"designs": rows, "logic_fit": fits, "ratios": ratios, "refitted_ratios": refitted,
-                  "held_out_ratios": held_out, "channel": channel, "stacked_pe": stacked}  # fmt: skip
+                  "held_out_ratios": held_out, "channel": channel, "stacked_pe": stacked,
+                  "single_cycle_pe": single}  # fmt: skip
         partial.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {HERE / 'results' / 'resources.json'}")
     for failure in failures:

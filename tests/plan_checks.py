@@ -158,6 +158,7 @@ def expected_stage_parameters(stage: StagePlan, load_bits: int = 1) -> dict[str,
         "DRAIN_SLACK": DRAIN_SLACK, "SUM_W": stage.sum_bits,
         "SCALE": stage.encoding.scale,
         "SCALE_SHIFT": -1 if stage.encoding.scale_shift is None else stage.encoding.scale_shift,
+        "SINGLE_CYCLE": int(stage.logic.single_cycle),
     }  # fmt: skip
     if not stage.sequential:
         (layer,) = stage.layers
@@ -451,8 +452,9 @@ _RTL_MEMORIES = [
     (r"u_stage(\d+)\.u_items\.mem", "stage", "unit activations"),
     (r"u_stage(\d+)\.g_unit\[\d+\]\.u_unit\.u_rows\.mem", "stage", "unit rows"),
     (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_fifo\[\d+\]\.u_fifo\.mem", "stage", "PE entries"),
-    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_banks\.u_bank[01]\.mem", "stage", "accumulators"),
-    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_stacked\.u_banks\.mem", "stage", "accumulators"),  # both banks
+    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_single_cycle\.u_bank[01]\.mem", "stage", "accumulators"),
+    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_pipelined\.g_banks\.u_bank[01]\.mem", "stage", "accumulators"),
+    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_pipelined\.g_stacked\.u_banks\.mem", "stage", "accumulators"),  # both
     (r"u_stage(\d+)\.g_sparse\.g_group\[\d+\]\.u_words\.mem", "stage", "drained words"),
     (r"u_stage(\d+)\.g_serialize\.u_words\.mem", "stage", "drained words"),
     (r"u_stage(\d+)\.u_desc\.mem", "stage", "descriptors"),

@@ -54,6 +54,7 @@ from fpgagen.schedule.cost_model import (
     L_MEMORY,
     L_PASS,
     L_READER,
+    L_SINGLE_CYCLE,
     L_WORDS,
     READER_LOGIC,
     CostModel,
@@ -213,11 +214,12 @@ def test_a_sequential_pass_that_reads_nothing_only_looks_its_end_item_up():
     # none: no read, so no memory latency either
     cycles = hand_cost().cycles(1, 2, SEQUENTIAL)
     read = MEMORY_LATENCY / MAX_BURSTS
-    first = max(3, 3 * read) + L_COMPUTE + L_MEMORY + MEMORY_LATENCY
+    # positions-only PEs, their banks in LUT RAM: the one-cycle read-modify-write
+    first = max(3, 3 * read) + L_COMPUTE - L_SINGLE_CYCLE + L_MEMORY + MEMORY_LATENCY
     assert cycles.computes.tolist() == pytest.approx([first, L_LOOKUP])
     assert cycles.compute == pytest.approx((first + L_LOOKUP) / 2)
     # after a pass of layer a, its end item waits for a's serializer, then only its own lookup
-    assert cycles.tails.tolist() == [L_COMPUTE + L_MEMORY + MEMORY_LATENCY, L_LOOKUP]
+    assert cycles.tails.tolist() == [L_COMPUTE - L_SINGLE_CYCLE + L_MEMORY + MEMORY_LATENCY, L_LOOKUP]
     before = hand_cost().cycles(0, 2, SEQUENTIAL)
     waited = cycles.after(before, looped_back=True).computes
     assert waited[1] == pytest.approx(max(L_LOOKUP, before.outputs[1] - before.drain - L_PASS + L_LOOKUP))
@@ -420,7 +422,7 @@ def test_a_layer_whose_weights_are_alike_carries_positions_only():
     assert shape.encoding == Encoding(0, scale) and shape.encoding.scale_shift == scale.bit_length() - 1 > 0
     assert shape.sum_bits == shape.acc_bits - shape.encoding.scale_shift
     dataflow = cost.logic(Stage(DATAFLOW, (1,), 4, BRAM, 1))
-    assert dataflow == LogicShape(4, 2, 1, shape.sum_bits, 2 + 1 + 16, 1 + 1, 0)
+    assert dataflow == LogicShape(4, 2, 1, shape.sum_bits, 2 + 1 + 16, 1 + 1, 0, single_cycle=True)
     memories = {m.role: m for m in cost.dataflow_memories(1, 4, 1)}
     assert memories["weights"].width == 4 * (1 + 1)
     assert memories["accumulators"].width == shape.sum_bits and memories["bias"].width == 4 * shape.acc_bits
@@ -429,7 +431,7 @@ def test_a_layer_whose_weights_are_alike_carries_positions_only():
     # bits (the local field padded), every PE fed, no multiplier; its logic priced as with weights
     # (Yosys keeps the LUTs, bench/bench_resources.py).
     sequential = cost.logic(Stage(SEQUENTIAL, (1,), 4, OFFCHIP))
-    assert sequential == LogicShape(4, 4, 1, shape.acc_bits, 2 + 1 + 8 + 16, 1 + 1 + 8, 0)
+    assert sequential == LogicShape(4, 4, 1, shape.acc_bits, 2 + 1 + 8 + 16, 1 + 1 + 8, 0, single_cycle=True)
     assert cost.sequential_shape(1, 1, 4).slot == SlotWord(7, 0)
     assert {m.role: m for m in cost.sequential_memories(1, 1, 4)}["accumulators"].width == shape.sum_bits
     # After layer a, whose weights differ, the stage's slots carry every weight, b's too; and it

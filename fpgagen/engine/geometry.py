@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from .encoding import Encoding
-from .memory import BRAM, URAM, URAM_DEPTH, URAM_WIDTH, Memory, fits_ramb18, memory_kind
+from .memory import BRAM, LUTRAM, URAM, URAM_DEPTH, URAM_WIDTH, Memory, fits_ramb18, memory_kind
 
 # Values and streams.
 VALUE_BITS = 16  # activations travel between stages as 16-bit values (activation widths are at most 16)
@@ -165,6 +165,7 @@ class LogicShape:
     lookup_luts: int = 0  # per PE: its codebook, a table of constants (one LUT per weight bit)
     channels: int = 1  # a sequential stage's memory channels: an AXI reader and its addresses each
     stacked: bool = False  # the PEs' two banks in one memory: no multiplexers between them
+    single_cycle: bool = False  # banks in LUT RAM, no multiplier: the one-cycle read-modify-write
 
     @classmethod
     def sized(
@@ -319,10 +320,15 @@ class LayerShape:
         synthesis trims their issue path and the scheduler must not pay for it."""
         return min(self.pes, self.n_out)
 
+    @property
+    def single_cycle(self) -> bool:
+        """The PEs' read-modify-write takes one cycle (`single_cycle`)."""
+        return single_cycle(self.addresses, self.sum_bits, self.encoding)
+
     def logic(self, units: int) -> LogicShape:
         """The logic of a dataflow stage running this layer with K issue units."""
         logic = LogicShape.sized(self.pes, self.fed_pes, units, self.sum_bits, self.local_bits, self.encoding)
-        return replace(logic, stacked=self.stacked)
+        return replace(logic, stacked=self.stacked, single_cycle=self.single_cycle)
 
     @property
     def bias_rows(self) -> int:
@@ -352,6 +358,15 @@ def stacked_banks(addresses: int, acc_bits: int) -> bool:
     reads take slots of the MAC pipeline (a block RAM has one read and one write port, and the
     MAC's read-modify-write takes both every cycle): a cycle a local address, per vector."""
     return memory_kind(addresses, acc_bits) == BRAM and fits_ramb18(2 << bits_for(addresses - 1), acc_bits)
+
+
+def single_cycle(addresses: int, acc_bits: int, encoding: Encoding) -> bool:
+    """Whether a PE's read-modify-write takes one cycle, with nothing to forward (docs/engine.md,
+    "Processing elements"): when its banks are LUT RAM, which reads without a clock, and it has no
+    multiplier. Where it multiplies, the adder each bank then needs costs more LUTs than the
+    pipeline's forwarding (Yosys: the test MLPs dataflow_only and sequential_only +7% and +10%
+    LUTs), so that PE keeps the pipeline."""
+    return memory_kind(addresses, acc_bits) == LUTRAM and not encoding.multiplies
 
 
 def pe_memories(
@@ -485,7 +500,12 @@ class SequentialShape:
         many LUTs for a positions-only stage (GC 1024 x 3 at P=16: 8,423 against 8,311 with
         weights), where pricing its narrower slots put the model at 0.71 of Yosys."""
         priced = LogicShape.sized(self.pes, self.pes, 1, self.acc_bits, self.local_bits, Encoding(self.weight_bits))
-        return replace(priced, multipliers=self.pes if self.encoding.multiplies else 0, channels=self.channels)
+        return replace(
+            priced,
+            multipliers=self.pes if self.encoding.multiplies else 0,
+            channels=self.channels,
+            single_cycle=single_cycle(self.addresses, self.sum_bits, self.encoding),
+        )
 
     @cached_property  # asked for hundreds of thousands of times by the scheduler's runs
     def encoding(self) -> Encoding:

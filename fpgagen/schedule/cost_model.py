@@ -64,7 +64,10 @@ from .work import Placement, issue_cycles, pe_cycles, place, serializer_cycles
 # Pipeline depths of the RTL (docs/engine.md, "Timing"), measured in RTL simulation by
 # bench/bench_rtl.py (bench/results/rtl.json). A dataflow vector's compute ends L_COMPUTE cycles
 # after its last beat is decided (ROM, entry register, PE FIFO, multiply-accumulate): with 12 the
-# busy counters of Graph Challenge P=64 K=4 and the 90%-sparse MLP are matched within 2.5%. A drain
+# busy counters of Graph Challenge P=64 K=4 and the 90%-sparse MLP are matched within 2.5%;
+# L_SINGLE_CYCLE fewer when the PEs' read-modify-write takes one cycle, writing at E2 instead of E4
+# (fg_pe.v). A sequential pass is charged its layer's own kind of PE (its stage's banks take the
+# most addresses of its layers: at most 2 cycles a pass apart). A drain
 # counts ceil(N_out / P) addresses and then L_DRAIN cycles until its last dense beat is written
 # (fg_stage.v: the decided address, its 6 registers to y, the beat register): the model's last
 # layer measures ceil(N_out / P) + 7 at P=16 and 64; a sparse drain adds L_WORDS (the mask and
@@ -74,6 +77,7 @@ from .work import Placement, issue_cycles, pe_cycles, place, serializer_cycles
 # pass that reads nothing (an image that died: Graph Challenge's deeper layers have many) only
 # looks its end item up: L_LOOKUP, measured on bench_rtl's GC passes of dead images.
 L_COMPUTE = 12
+L_SINGLE_CYCLE = 2
 L_DRAIN = 7
 L_WORDS = 2
 L_PASS = 6
@@ -103,6 +107,13 @@ CHANNEL_LUT, CHANNEL_FF = 379, 510
 # per-bank sum or read registers. Not fitted: the difference Yosys measures between one PE of 24-bit
 # sums with two banks and with both stacked (bench_resources.py, "stacked_pe": 24 LUTs, 68 FFs).
 STACKED_LUT_PER_ACC_BIT, STACKED_FF_PER_ACC_BIT = 1.0, 2.8
+# A PE with a one-cycle read-modify-write (banks in LUT RAM, no multiplier) has no forwarding and
+# no pipeline of sums (docs/engine.md, "Processing elements"). Not fitted: the difference Yosys
+# measured on Graph Challenge 1024 x 3 all-dataflow at P = 16 (bench_resources.py's
+# gc_dataflow_16_w8a16: 48 PEs of 22-bit sums) with pipelined and with one-cycle PEs, 25,968 ->
+# 24,097 LUTs and 31,203 -> 23,859 FFs. One such PE alone saves more (bench_resources.py,
+# "single_cycle_pe": 74 LUTs and 146 FFs), which would put that design's LUTs at 0.81 of Yosys.
+SINGLE_CYCLE_LUT_PER_ACC_BIT, SINGLE_CYCLE_FF_PER_ACC_BIT = 1.8, 7.0
 # passes of the activity's sample through a design with deep channels (CostModel.design_interval)
 TANDEM_PASSES = 4
 # Vectors a stage finishes ahead of the next through a deep channel (CostModel.design_interval):
@@ -233,15 +244,20 @@ def engine_logic(logic: LogicShape) -> Resources:
     lookups = logic.pes * logic.lookup_luts  # counted, not fitted: one LUT6 per codebook bit
     stripes = logic.channels - 1  # measured, not fitted
     stacked = logic.pes * logic.acc_bits if logic.stacked else 0  # measured, not fitted
+    single = logic.pes * logic.acc_bits if logic.single_cycle else 0  # measured, not fitted
     return Resources(
         dsp=logic.multipliers,
         lut=round(
-            sum(count * constant for count, constant in zip(counts, LUT_PER_TERM)) - stacked * STACKED_LUT_PER_ACC_BIT
+            sum(count * constant for count, constant in zip(counts, LUT_PER_TERM))
+            - stacked * STACKED_LUT_PER_ACC_BIT
+            - single * SINGLE_CYCLE_LUT_PER_ACC_BIT
         )
         + lookups
         + stripes * CHANNEL_LUT,
         ff=round(
-            sum(count * constant for count, constant in zip(counts, FF_PER_TERM)) - stacked * STACKED_FF_PER_ACC_BIT
+            sum(count * constant for count, constant in zip(counts, FF_PER_TERM))
+            - stacked * STACKED_FF_PER_ACC_BIT
+            - single * SINGLE_CYCLE_FF_PER_ACC_BIT
         )
         + stripes * CHANNEL_FF,
     )
@@ -252,13 +268,21 @@ READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
 
 def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
     """The LUTs of the least PE the engine can build for a layer (the roofline's unit of MACs):
-    one local address, one issue unit, so one entry FIFO and two one-word banks, and its issue
-    path; no share of any unit or stage."""
+    one local address, one issue unit, so one entry FIFO and two one-word banks of LUT RAM, and its
+    issue path; no share of any unit or stage."""
     shape = LogicShape.sized(1, 1, 1, sum_bits(acc_bits, encoding), 1, encoding)
+    shape = replace(shape, single_cycle=not encoding.multiplies)
     fifo = lutram_luts(PE_FIFO_DEPTH, shape.entry_bits)
     banks = 2 * lutram_luts(1, shape.acc_bits)
     per_pe = logic_counts(shape)[:3]
-    return sum(count * constant for count, constant in zip(per_pe, LUT_PER_TERM)) + fifo + banks + shape.lookup_luts
+    single = shape.acc_bits * SINGLE_CYCLE_LUT_PER_ACC_BIT if shape.single_cycle else 0
+    return (
+        sum(count * constant for count, constant in zip(per_pe, LUT_PER_TERM))
+        - single
+        + fifo
+        + banks
+        + shape.lookup_luts
+    )
 
 
 @dataclass(frozen=True)
@@ -317,10 +341,15 @@ class LayerCycles:
         return waiting + self.tails if looped_back else waiting
 
 
-def sequential_latency() -> float:
+def compute_latency(single_cycle: bool) -> int:
+    """Cycles from a vector's last issue decision to its last sum in the banks (L_COMPUTE)."""
+    return L_COMPUTE - L_SINGLE_CYCLE if single_cycle else L_COMPUTE
+
+
+def sequential_latency(single_cycle: bool) -> float:
     """A sequential pass's cycles after its last row is asked for: the read (MEMORY_LATENCY, the
     AXI reader and the RAM) and the PEs' pipeline."""
-    return L_COMPUTE + L_MEMORY + MEMORY_LATENCY
+    return compute_latency(single_cycle) + L_MEMORY + MEMORY_LATENCY
 
 
 @dataclass(frozen=True)
@@ -509,6 +538,7 @@ class DesignEstimate:
             "activity": self.activity,
             "constants": {
                 "L_compute": L_COMPUTE,
+                "L_single_cycle": L_SINGLE_CYCLE,
                 "L_drain": L_DRAIN,
                 "L_words": L_WORDS,
                 "L_pass": L_PASS,
@@ -630,11 +660,12 @@ class CostModel:
         if mode == DATAFLOW:
             issue = issue_cycles(inputs, placement.row_cycles, units)
             pes_busy = pe_cycles(inputs, placement.counts)
-            if self.shape(index, pes).stacked:
+            shape = self.shape(index, pes)
+            if shape.stacked:
                 # the drain of the vector before reads in slots of the MAC pipeline: a cycle an
                 # address at every PE, and its outputs a cycle later (docs/engine.md, "Stacked banks")
                 pes_busy, drain = pes_busy + addresses, drain + 1
-            compute = np.maximum(issue, pes_busy) + L_COMPUTE
+            compute = np.maximum(issue, pes_busy) + compute_latency(shape.single_cycle)
             return LayerCycles(float(compute.mean()), drain, float(output.mean()), COMPUTE_BOUND, compute, output)
         # a sequential layer: one activation a cycle looked up, one beat a cycle taken, the beats
         # brought over the memory port
@@ -644,7 +675,7 @@ class CostModel:
         memory = self.memory_cycles(beats, reads, slot_width // 8 * pes, channels)
         bound = MEMORY_BOUND if memory.mean() > work.mean() else COMPUTE_BOUND
         # a pass's first read waits MEMORY_LATENCY: its rows come from the pass before
-        tails = np.where(reads > 0, sequential_latency(), L_LOOKUP)
+        tails = np.where(reads > 0, sequential_latency(self.shape(index, pes).single_cycle), L_LOOKUP)
         compute = np.maximum(work, memory) + tails
         return LayerCycles(float(compute.mean()), drain, float(output.mean()), bound, compute, output, tails)
 

@@ -40,7 +40,7 @@ from ..memfile import hex_lines, pack_fields
 STYLES = {BRAM: "block", LUTRAM: "distributed", URAM: "ultra", REGISTERS: "registers", CONSTANT: "distributed"}
 
 LIBRARY = (
-    "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_table.v", "fg_resize.v", "fg_all.v", "fg_serializer.v", "fg_merger.v",
+    "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_lutram.v", "fg_table.v", "fg_resize.v", "fg_all.v", "fg_serializer.v", "fg_merger.v",
     "fg_unit.v", "fg_pe.v", "fg_stage.v", "fg_seq_stage.v", "fg_axi_reader.v", "fg_reader.v", "fg_control.v",
     "fg_axilite_ctrl.v", "fg_loader.v",
 )  # fmt: skip
@@ -168,6 +168,7 @@ def _fifo_parameters(stage: StagePlan) -> list[tuple[str, object]]:
         ("PE_FIFO_DEPTH", PE_FIFO_DEPTH), ("PE_SLACK", PE_SLACK), ("ITEM_FIFO_DEPTH", ITEM_FIFO_DEPTH),
         ("ITEM_SLACK", ITEM_SLACK), ("WORD_FIFO_DEPTH", _word_fifo(stage).depth), ("DRAIN_SLACK", DRAIN_SLACK),
         ("BIAS_STYLE", style(stage.memory("bias"))), ("ACC_STYLE", style(stage.memory("accumulators"))),
+        ("SINGLE_CYCLE", int(stage.logic.single_cycle)),
         ("PE_FIFO_STYLE", style(stage.memory("PE entries"))),
         ("ITEM_FIFO_STYLE", style(stage.memory("unit activations"))),
         ("WORD_FIFO_STYLE", style(_word_fifo(stage))),

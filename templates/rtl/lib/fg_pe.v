@@ -11,13 +11,20 @@
 // the sum (subtracting it for a negative SCALE): no multiplier. Otherwise (SCALE_SHIFT = -1) the
 // PE multiplies x by the constant SCALE in its product register, as it would by a weight.
 //
-// MAC pipeline (never stalls): E1 entry -> E2 product register, accumulator read -> E3 the read's
-// output register; sum -> E4 write. A read can miss the three writes ahead of it, so their sums
-// are forwarded (the matches are found one stage early and registered).
+// MAC pipeline (never stalls): E1 entry -> E2 product register, then the accumulator's
+// read-modify-write, in one of two ways (docs/engine.md, "Processing elements"):
+// - SINGLE_CYCLE (banks in LUT RAM, up to 64 addresses, and no multiplier): read at E2 (a LUT RAM
+//   reads without a clock), add, write at the end of E2: no sum is in flight, so none is
+//   forwarded. The drain reads an address and writes it zero in one cycle;
+// - pipelined (banks in block RAM, read with a clock; or a PE that multiplies, where an adder a
+//   bank costs more LUTs than the forwarding): E2 the accumulator read -> E3 the read's output
+//   register; sum -> E4 write. A read can miss the three writes ahead of it, so their sums are
+//   forwarded (the matches are found one stage early and registered); the drain's read of an
+//   address is followed by a write of zero.
 //
 // An end entry marks the end of a vector on its FIFO; when all K have passed the pipeline, the
 // bank is `done` until the drain, which reads every local address of it (two cycles to the data,
-// like the MAC), clears it a cycle after each read, and requantizes (docs/numerics.md):
+// like the MAC), and requantizes (docs/numerics.md):
 // clamp((acc + bias') >>> shift, lo, hi) (acc scaled as above), where bias' already holds the
 // rounding term 2^(shift-1).
 //
@@ -46,7 +53,8 @@ module fg_pe #(
     parameter integer SLACK = 8,        // entries a unit may write before it sees `room` fall
     parameter FIFO_STYLE = "distributed",
     parameter ACC_STYLE = "distributed",
-    parameter integer STACKED = 0       // both banks in one memory (the drain takes the MAC's slot)
+    parameter integer STACKED = 0,      // both banks in one memory (the drain takes the MAC's slot)
+    parameter integer SINGLE_CYCLE = 0  // banks in LUT RAM and no multiplier: a one-cycle read-modify-write
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -115,28 +123,16 @@ module fg_pe #(
         end
     end
 
-    // ---- MAC pipeline ----------------------------------------------------------------------------
+    // ---- MAC pipeline: E1 the entry, E2 its product --------------------------------------------------
     reg e1_valid, e1_end, e1_bank;
     reg [LOCAL_W-1:0] e1_local;
     reg signed [VALUE_W-1:0] e1_x;
     reg e2_valid, e2_end, e2_bank;
-    reg [LOCAL_W-1:0] e2_local;
-    reg signed [PROD_W-1:0] e2_prod;
-    reg e3_valid, e3_end, e3_bank;
-    reg [LOCAL_W-1:0] e3_local;
-    reg signed [PROD_W-1:0] e3_prod;
-    reg [2:0] e3_match;                 // which of the three writes ahead holds this address
-    reg e4_valid, e4_end, e4_bank;      // e4: the write; e5, e6: the two before it
-    reg [LOCAL_W-1:0] e4_local;
-    reg [SUM_W-1:0] e4_sum;
-    reg e5_valid, e5_bank;
-    reg [LOCAL_W-1:0] e5_local;
-    reg [SUM_W-1:0] e5_sum, e6_sum;
-    wire [SUM_W-1:0] e3_read;           // the accumulator, read at E1
+    wire [SUM_W-1:0] drained_sum;       // the drain's sum, two cycles after its address
+    wire w_valid, w_end, w_bank;        // the accumulator's write: an entry's sum, or an end entry
 
-    wire [SUM_W-1:0] product;
-    fg_resize #(.IN_W(PROD_W), .OUT_W(SUM_W)) u_product (.in(e3_prod), .out(product));
-    wire [SUM_W-1:0] base = e3_match[0] ? e4_sum : e3_match[1] ? e5_sum : e3_match[2] ? e6_sum : e3_read;
+    // E1 carries an entry, or the drain's address (stacked banks).
+    wire stacked_drain = STACKED != 0 && drain_read;
 
     // The entry's fields, and its product: x times its weight, or x alone.
     wire signed [PROD_W-1:0] e1_product;
@@ -163,38 +159,16 @@ module fg_pe #(
         if (rst) begin
             e1_valid <= 1'b0;
             e2_valid <= 1'b0;
-            e3_valid <= 1'b0;
-            e4_valid <= 1'b0;
-            e5_valid <= 1'b0;
         end else begin
             e1_valid <= |take;
             e2_valid <= e1_valid;
-            e3_valid <= e2_valid;
-            e4_valid <= e3_valid;
-            e5_valid <= e4_valid && !e4_end;
         end
         e1_end <= chosen[ENTRY_W-1];
-        e1_bank <= (STACKED != 0 && drain_read) ? drain_bank : chosen[ENTRY_W-2];
-        e1_local <= (STACKED != 0 && drain_read) ? drain_addr : chosen[ENTRY_W-3 -: LOCAL_W];
+        e1_bank <= stacked_drain ? drain_bank : chosen[ENTRY_W-2];
+        e1_local <= stacked_drain ? drain_addr : chosen[ENTRY_W-3 -: LOCAL_W];
         e1_x <= chosen[VALUE_W-1:0];
         e2_end <= e1_end;
         e2_bank <= e1_bank;
-        e2_local <= e1_local;
-        e2_prod <= e1_product;
-        e3_end <= e2_end;
-        e3_bank <= e2_bank;
-        e3_local <= e2_local;
-        e3_prod <= e2_prod;
-        e3_match <= {e5_valid && e5_bank == e2_bank && e5_local == e2_local,
-                     e4_valid && !e4_end && e4_bank == e2_bank && e4_local == e2_local,
-                     e3_valid && !e3_end && e3_bank == e2_bank && e3_local == e2_local};
-        e4_end <= e3_end;
-        e4_bank <= e3_bank;
-        e4_local <= e3_local;
-        e5_bank <= e4_bank;
-        e5_local <= e4_local;
-        e5_sum <= e4_sum;
-        e6_sum <= e5_sum;
     end
 
     // The end entries of bank b that have left the pipeline: K of them and the bank is whole.
@@ -206,19 +180,23 @@ module fg_pe #(
             done <= 2'b00;
         end else begin
             if (drained[0]) ends0 <= {KB{1'b0}};
-            else if (e4_valid && e4_end && !e4_bank) ends0 <= ends0 + 1'b1;
+            else if (w_valid && w_end && !w_bank) ends0 <= ends0 + 1'b1;
             if (drained[1]) ends1 <= {KB{1'b0}};
-            else if (e4_valid && e4_end && e4_bank) ends1 <= ends1 + 1'b1;
+            else if (w_valid && w_end && w_bank) ends1 <= ends1 + 1'b1;
             done <= {ends1 == ALL_ENDS && !drained[1], ends0 == ALL_ENDS && !drained[0]};
         end
     end
-    assign busy = (|head_valid) || e1_valid || e2_valid || e3_valid || e4_valid;
 
-    // ---- banks: the MAC's or the drain's, and cleared after reset -------------------------------
-    wire [SUM_W-1:0] drained_sum;       // the drain's sum, at d3 (STACKED: at E3)
     generate
-        if (STACKED == 0) begin : g_banks
-            reg [LOCAL_W-1:0] clear_addr;
+        if (SINGLE_CYCLE != 0) begin : g_single_cycle
+            // Two banks of LUT RAM, each with an adder of its own at its write port. A bank's
+            // address each cycle is the MAC's, or the drain's while it empties that bank (they
+            // never use one bank at once), or the clear's after reset; it is chosen a cycle early
+            // and registered. The MAC writes its sum there; the drain and the clear write zero: the
+            // word gated off in the adder's LUTs, the product register reset. A LUT RAM's read
+            // gives the word as it was before the cycle's write, so the drain reads an address and
+            // clears it at once. The path to a write: the RAM's read and the adder, 2 LUT levels.
+            reg [LOCAL_W-1:0] clear_addr;   // after reset every word is cleared, one a cycle
             always @(posedge clk) begin
                 if (rst) begin
                     ready <= 1'b0;
@@ -228,118 +206,223 @@ module fg_pe #(
                     if (clear_addr == LAST_ADDRESS) ready <= 1'b1;
                 end
             end
-
-            // A bank is written with the MAC's sums, or cleared: after reset, and a cycle after the
-            // drain has read an address. A clear's zero comes from the bank's own copy of the sum
-            // register, whose synchronous reset makes it (a flip-flop's reset pin instead of a
-            // multiplexer in front of the RAM's data: 2 x SUM_W LUTs fewer, 2 x SUM_W flip-flops
-            // more, and LUTs are what a large design runs out of). The MAC never writes the bank
-            // being cleared: the drain and the MAC never use the same bank at once. Nothing forwards
-            // a clear, so the MAC's first read of a drained bank must come 2 or more cycles after the
-            // drain's last read of it: it comes 13 or more later (the bank is released when the
-            // drain's last word is written, and an entry then passes the unit's registers and this
-            // PE's FIFO first).
-            reg wipe0, wipe1;               // clear `wipe_addr` of bank b
-            reg [LOCAL_W-1:0] wipe_addr;
-            reg [SUM_W-1:0] sum0, sum1;     // e4_sum, or zero for a clear of bank b
             wire drain0 = drain_read && !drain_bank;
             wire drain1 = drain_read && drain_bank;
+            wire add = e1_valid && !e1_end;
+            reg [LOCAL_W-1:0] addr0, addr1; // bank b's address this cycle
+            reg add0, add1;                 // the MAC adds into bank b
+            reg wipe0, wipe1;               // bank b's address is written zero: drained, or cleared
+            reg d1_bank;
+            reg signed [PROD_W-1:0] prod0, prod1;
             always @(posedge clk) begin
+                addr0 <= !ready ? clear_addr : drain0 ? drain_addr : e1_local;
+                addr1 <= !ready ? clear_addr : drain1 ? drain_addr : e1_local;
+                add0 <= !rst && add && !e1_bank;
+                add1 <= !rst && add && e1_bank;
                 wipe0 <= !ready || drain0;
                 wipe1 <= !ready || drain1;
-                wipe_addr <= !ready ? clear_addr : drain_addr;
-                e4_sum <= base + product;
-                if (!ready || drain0) sum0 <= {SUM_W{1'b0}};
-                else sum0 <= base + product;
-                if (!ready || drain1) sum1 <= {SUM_W{1'b0}};
-                else sum1 <= base + product;
+                d1_bank <= drain_bank;
+                // each bank's own product, zero when the MAC adds nothing there (the flip-flops'
+                // reset pin): the adder's other operand needs no LUT of its own
+                if (add && !e1_bank) prod0 <= e1_product;
+                else prod0 <= {PROD_W{1'b0}};
+                if (add && e1_bank) prod1 <= e1_product;
+                else prod1 <= {PROD_W{1'b0}};
             end
-
-            wire [SUM_W-1:0] read0, read1;
-            reg [SUM_W-1:0] read0_r, read1_r;  // the output registers
-            reg e2_from1, e3_from1;         // the bank the MAC's read came from, at E2 and E3
-            fg_ram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank0 (
-                .clk(clk),
-                .we(wipe0 || (e4_valid && !e4_end && !e4_bank)),
-                .waddr(wipe0 ? wipe_addr : e4_local),
-                .wdata(sum0),
-                .re(1'b1),
-                .raddr(drain0 ? drain_addr : e1_local),
-                .rdata(read0)
+            wire [SUM_W-1:0] product0, product1;
+            fg_resize #(.IN_W(PROD_W), .OUT_W(SUM_W)) u_product0 (.in(prod0), .out(product0));
+            fg_resize #(.IN_W(PROD_W), .OUT_W(SUM_W)) u_product1 (.in(prod1), .out(product1));
+            wire [SUM_W-1:0] word0, word1;
+            wire [SUM_W-1:0] sum0 = (word0 & {SUM_W{add0}}) + product0;
+            wire [SUM_W-1:0] sum1 = (word1 & {SUM_W{add1}}) + product1;
+            fg_lutram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES)) u_bank0 (
+                .clk(clk), .we(add0 || wipe0), .waddr(addr0), .wdata(sum0), .raddr(addr0), .rdata(word0)
             );
-            fg_ram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank1 (
-                .clk(clk),
-                .we(wipe1 || (e4_valid && !e4_end && e4_bank)),
-                .waddr(wipe1 ? wipe_addr : e4_local),
-                .wdata(sum1),
-                .re(1'b1),
-                .raddr(drain1 ? drain_addr : e1_local),
-                .rdata(read1)
+            fg_lutram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES)) u_bank1 (
+                .clk(clk), .we(add1 || wipe1), .waddr(addr1), .wdata(sum1), .raddr(addr1), .rdata(word1)
             );
-            // The drain and the MAC never use the same bank at once (a vector's entries come only
-            // after the drain of the vector two before), so each read's data is the one it asked for.
-            reg d2_bank;
-            always @(posedge clk) begin
-                read0_r <= read0;
-                read1_r <= read1;
-                e2_from1 <= e1_bank;
-                e3_from1 <= e2_from1;
-                d2_bank <= drain_bank;
-            end
-            assign e3_read = e3_from1 ? read1_r : read0_r;
-            assign drained_sum = d2_bank ? read1_r : read0_r;
-        end else begin : g_stacked
-            // One memory, {bank, local} its address. The drain's read is in the pipeline from E1
-            // (its address in e1_bank and e1_local) to E4, where it writes a zero.
-            reg e1_clear, e2_clear, e3_clear, e4_clear;
+            reg [SUM_W-1:0] d2_sum;
+            always @(posedge clk) d2_sum <= d1_bank ? word1 : word0;
+            assign drained_sum = d2_sum;
+            assign w_valid = e2_valid;
+            assign w_end = e2_end;
+            assign w_bank = e2_bank;
+            assign busy = (|head_valid) || e1_valid || e2_valid;
+        end else begin : g_pipelined
+            // ---- E3 the read's output register and the sum, E4 the write, with forwarding ---------
+            reg [LOCAL_W-1:0] e2_local;
+            reg signed [PROD_W-1:0] e2_prod;
+            reg e3_valid, e3_end, e3_bank;
+            reg [LOCAL_W-1:0] e3_local;
+            reg signed [PROD_W-1:0] e3_prod;
+            reg [2:0] e3_match;             // which of the three writes ahead holds this address
+            reg e4_valid, e4_end, e4_bank;  // e4: the write; e5, e6: the two before it
+            reg [LOCAL_W-1:0] e4_local;
+            reg [SUM_W-1:0] e4_sum;
+            reg e5_valid, e5_bank;
+            reg [LOCAL_W-1:0] e5_local;
+            reg [SUM_W-1:0] e5_sum, e6_sum;
+            wire [SUM_W-1:0] e3_read;       // the accumulator, read at E1
+            wire [SUM_W-1:0] e3_product;
+            fg_resize #(.IN_W(PROD_W), .OUT_W(SUM_W)) u_e3_product (.in(e3_prod), .out(e3_product));
+            wire [SUM_W-1:0] base = e3_match[0] ? e4_sum : e3_match[1] ? e5_sum : e3_match[2] ? e6_sum : e3_read;
             always @(posedge clk) begin
                 if (rst) begin
-                    e1_clear <= 1'b0;
-                    e2_clear <= 1'b0;
-                    e3_clear <= 1'b0;
-                    e4_clear <= 1'b0;
+                    e3_valid <= 1'b0;
+                    e4_valid <= 1'b0;
+                    e5_valid <= 1'b0;
                 end else begin
-                    e1_clear <= drain_read;
-                    e2_clear <= e1_clear;
-                    e3_clear <= e2_clear;
-                    e4_clear <= e3_clear;
+                    e3_valid <= e2_valid;
+                    e4_valid <= e3_valid;
+                    e5_valid <= e4_valid && !e4_end;
                 end
+                e2_local <= e1_local;
+                e2_prod <= e1_product;
+                e3_end <= e2_end;
+                e3_bank <= e2_bank;
+                e3_local <= e2_local;
+                e3_prod <= e2_prod;
+                e3_match <= {e5_valid && e5_bank == e2_bank && e5_local == e2_local,
+                             e4_valid && !e4_end && e4_bank == e2_bank && e4_local == e2_local,
+                             e3_valid && !e3_end && e3_bank == e2_bank && e3_local == e2_local};
+                e4_end <= e3_end;
+                e4_bank <= e3_bank;
+                e4_local <= e3_local;
+                e5_bank <= e4_bank;
+                e5_local <= e4_local;
+                e5_sum <= e4_sum;
+                e6_sum <= e5_sum;
             end
-            // After reset every word is cleared, one a cycle.
-            reg [LOCAL_W:0] clear_addr;
-            always @(posedge clk) begin
-                if (rst) begin
-                    ready <= 1'b0;
-                    clear_addr <= {(LOCAL_W + 1){1'b0}};
-                end else if (!ready) begin
-                    clear_addr <= clear_addr + 1'b1;
-                    if (&clear_addr) ready <= 1'b1;
+            assign w_valid = e4_valid;
+            assign w_end = e4_end;
+            assign w_bank = e4_bank;
+            assign busy = (|head_valid) || e1_valid || e2_valid || e3_valid || e4_valid;
+
+            if (STACKED == 0) begin : g_banks
+                reg [LOCAL_W-1:0] clear_addr;
+                always @(posedge clk) begin
+                    if (rst) begin
+                        ready <= 1'b0;
+                        clear_addr <= {LOCAL_W{1'b0}};
+                    end else if (!ready) begin
+                        clear_addr <= clear_addr + 1'b1;
+                        if (clear_addr == LAST_ADDRESS) ready <= 1'b1;
+                    end
                 end
+
+                // A bank is written with the MAC's sums, or cleared: after reset, and a cycle after
+                // the drain has read an address. A clear's zero comes from the bank's own copy of the
+                // sum register, whose synchronous reset makes it (a flip-flop's reset pin instead of
+                // a multiplexer in front of the RAM's data: 2 x SUM_W LUTs fewer, 2 x SUM_W
+                // flip-flops more). The MAC never writes the bank being cleared: the drain and the
+                // MAC never use the same bank at once. Nothing forwards a clear, so the MAC's first
+                // read of a drained bank must come 2 or more cycles after the drain's last read of
+                // it: it comes 13 or more later (the bank is released when the drain's last word is
+                // written, and an entry then passes the unit's registers and this PE's FIFO first).
+                reg wipe0, wipe1;           // clear `wipe_addr` of bank b
+                reg [LOCAL_W-1:0] wipe_addr;
+                reg [SUM_W-1:0] sum0, sum1; // e4_sum, or zero for a clear of bank b
+                wire drain0 = drain_read && !drain_bank;
+                wire drain1 = drain_read && drain_bank;
+                always @(posedge clk) begin
+                    wipe0 <= !ready || drain0;
+                    wipe1 <= !ready || drain1;
+                    wipe_addr <= !ready ? clear_addr : drain_addr;
+                    e4_sum <= base + e3_product;
+                    if (!ready || drain0) sum0 <= {SUM_W{1'b0}};
+                    else sum0 <= base + e3_product;
+                    if (!ready || drain1) sum1 <= {SUM_W{1'b0}};
+                    else sum1 <= base + e3_product;
+                end
+
+                wire [SUM_W-1:0] read0, read1;
+                reg [SUM_W-1:0] read0_r, read1_r;  // the output registers
+                reg e2_from1, e3_from1;     // the bank the MAC's read came from, at E2 and E3
+                fg_ram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank0 (
+                    .clk(clk),
+                    .we(wipe0 || (e4_valid && !e4_end && !e4_bank)),
+                    .waddr(wipe0 ? wipe_addr : e4_local),
+                    .wdata(sum0),
+                    .re(1'b1),
+                    .raddr(drain0 ? drain_addr : e1_local),
+                    .rdata(read0)
+                );
+                fg_ram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES), .STYLE(ACC_STYLE)) u_bank1 (
+                    .clk(clk),
+                    .we(wipe1 || (e4_valid && !e4_end && e4_bank)),
+                    .waddr(wipe1 ? wipe_addr : e4_local),
+                    .wdata(sum1),
+                    .re(1'b1),
+                    .raddr(drain1 ? drain_addr : e1_local),
+                    .rdata(read1)
+                );
+                // The drain and the MAC never use the same bank at once (a vector's entries come
+                // only after the drain of the vector two before), so each read's data is the one
+                // it asked for.
+                reg d2_bank;
+                always @(posedge clk) begin
+                    read0_r <= read0;
+                    read1_r <= read1;
+                    e2_from1 <= e1_bank;
+                    e3_from1 <= e2_from1;
+                    d2_bank <= drain_bank;
+                end
+                assign e3_read = e3_from1 ? read1_r : read0_r;
+                assign drained_sum = d2_bank ? read1_r : read0_r;
+            end else begin : g_stacked
+                // One memory, {bank, local} its address. The drain's read is in the pipeline from
+                // E1 (its address in e1_bank and e1_local) to E4, where it writes a zero.
+                reg e1_drain, e2_drain, e3_drain, e4_drain;
+                always @(posedge clk) begin
+                    if (rst) begin
+                        e1_drain <= 1'b0;
+                        e2_drain <= 1'b0;
+                        e3_drain <= 1'b0;
+                        e4_drain <= 1'b0;
+                    end else begin
+                        e1_drain <= drain_read;
+                        e2_drain <= e1_drain;
+                        e3_drain <= e2_drain;
+                        e4_drain <= e3_drain;
+                    end
+                end
+                // After reset every word is cleared, one a cycle.
+                reg [LOCAL_W:0] clear_addr;
+                always @(posedge clk) begin
+                    if (rst) begin
+                        ready <= 1'b0;
+                        clear_addr <= {(LOCAL_W + 1){1'b0}};
+                    end else if (!ready) begin
+                        clear_addr <= clear_addr + 1'b1;
+                        if (&clear_addr) ready <= 1'b1;
+                    end
+                end
+                // The write data is the sum register, whose synchronous reset makes a clear's zero
+                // (the drain's slot at E3, or the clearing after reset): no multiplexer in front of
+                // the RAM.
+                reg wipe;
+                reg [LOCAL_W:0] wipe_addr;
+                always @(posedge clk) begin
+                    wipe <= !ready;
+                    wipe_addr <= clear_addr;
+                    if (!ready || e3_drain) e4_sum <= {SUM_W{1'b0}};
+                    else e4_sum <= base + e3_product;
+                end
+                wire [SUM_W-1:0] read;
+                reg [SUM_W-1:0] read_r;     // the output register
+                fg_ram #(.WIDTH(SUM_W), .DEPTH(2 << LOCAL_W), .STYLE(ACC_STYLE)) u_banks (
+                    .clk(clk),
+                    .we(wipe || e4_drain || (e4_valid && !e4_end)),
+                    .waddr(wipe ? wipe_addr : {e4_bank, e4_local}),
+                    .wdata(e4_sum),
+                    .re(1'b1),
+                    .raddr({e1_bank, e1_local}),
+                    .rdata(read)
+                );
+                always @(posedge clk) read_r <= read;
+                assign e3_read = read_r;
+                assign drained_sum = read_r;
             end
-            // The write data is the sum register, whose synchronous reset makes a clear's zero (the
-            // drain's slot at E3, or the clearing after reset): no multiplexer in front of the RAM.
-            reg wipe;
-            reg [LOCAL_W:0] wipe_addr;
-            always @(posedge clk) begin
-                wipe <= !ready;
-                wipe_addr <= clear_addr;
-                if (!ready || e3_clear) e4_sum <= {SUM_W{1'b0}};
-                else e4_sum <= base + product;
-            end
-            wire [SUM_W-1:0] read;
-            reg [SUM_W-1:0] read_r;         // the output register
-            fg_ram #(.WIDTH(SUM_W), .DEPTH(2 << LOCAL_W), .STYLE(ACC_STYLE)) u_banks (
-                .clk(clk),
-                .we(wipe || e4_clear || (e4_valid && !e4_end)),
-                .waddr(wipe ? wipe_addr : {e4_bank, e4_local}),
-                .wdata(e4_sum),
-                .re(1'b1),
-                .raddr({e1_bank, e1_local}),
-                .rdata(read)
-            );
-            always @(posedge clk) read_r <= read;
-            assign e3_read = read_r;
-            assign drained_sum = read_r;
         end
     endgenerate
 

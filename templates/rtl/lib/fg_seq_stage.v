@@ -55,6 +55,7 @@ module fg_seq_stage #(
     parameter ROWS_STYLE = "block",
     parameter BIAS_STYLE = "block",
     parameter ACC_STYLE = "distributed",
+    parameter integer SINGLE_CYCLE = 0, // the PEs' one-cycle read-modify-write (fg_pe.v)
     parameter PE_FIFO_STYLE = "distributed",
     parameter ITEM_FIFO_STYLE = "distributed",
     parameter LOOP_STYLE = "distributed",
@@ -532,7 +533,8 @@ module fg_seq_stage #(
             fg_pe #(
                 .K(1), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .ACC_W(ACC_W), .SUM_W(SUM_W),
                 .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT), .SHIFT_W(6),
-                .FIFO_DEPTH(PE_FIFO_DEPTH), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE)
+                .FIFO_DEPTH(PE_FIFO_DEPTH), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE),
+                .SINGLE_CYCLE(SINGLE_CYCLE)
             ) u_pe (
                 .clk(clk), .rst(rst), .ready(pe_ready[p]),
                 .in_entry(entry[p*ENTRY_W +: ENTRY_W]), .in_write(entry_write[p]), .in_room(pe_room[p]),

@@ -55,6 +55,7 @@ module fg_stage #(
     parameter WEIGHTS_STYLE = "block",
     parameter BIAS_STYLE = "block",
     parameter ACC_STYLE = "distributed",
+    parameter integer SINGLE_CYCLE = 0, // the PEs' one-cycle read-modify-write (fg_pe.v)
     parameter PE_FIFO_STYLE = "distributed",
     parameter ITEM_FIFO_STYLE = "distributed",
     parameter ROW_FIFO_STYLE = "distributed",
@@ -245,6 +246,7 @@ module fg_stage #(
                 .ACC_W(ACC_W), .SUM_W(SUM_W),
                 .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT), .SHIFT_W(6),
                 .FIFO_DEPTH(PE_FIFO_DEPTH), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE),
+                .SINGLE_CYCLE(SINGLE_CYCLE),
                 .STACKED(STACKED)
             ) u_pe (
                 .clk(clk), .rst(rst), .ready(pe_ready[p]),
