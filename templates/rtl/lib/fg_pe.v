@@ -84,8 +84,10 @@ module fg_pe #(
     localparam integer PROD_W = (W_BITS > 0) ? VALUE_W + MULTIPLIER_W : (SCALE_SHIFT < 0) ? VALUE_W + SCALE_W : VALUE_W;
     localparam integer CMP_W = (ACC_W > VALUE_W) ? ACC_W : VALUE_W + 1;
     localparam integer KB = (K > 1) ? $clog2(K + 1) : 1;
-    localparam [31:0] LAST_ADDRESS32 = ADDRESSES - 1;
-    localparam [LOCAL_W-1:0] LAST_ADDRESS = LAST_ADDRESS32[LOCAL_W-1:0];
+    // the words of a bank, or of both banks in one memory (STACKED, the bank the top address bit)
+    localparam integer CLEAR_W = (STACKED != 0) ? LOCAL_W + 1 : LOCAL_W;
+    localparam [31:0] LAST_CLEAR32 = (STACKED != 0) ? (2 << LOCAL_W) - 1 : ADDRESSES - 1;
+    localparam [CLEAR_W-1:0] LAST_CLEAR = LAST_CLEAR32[CLEAR_W-1:0];
     localparam [31:0] ALL_ENDS32 = K;
     localparam [KB-1:0] ALL_ENDS = ALL_ENDS32[KB-1:0];
 
@@ -187,6 +189,18 @@ module fg_pe #(
         end
     end
 
+    // After reset every word is cleared, one a cycle (each bank's, or the stacked memory's).
+    reg [CLEAR_W-1:0] clear_addr;
+    always @(posedge clk) begin
+        if (rst) begin
+            ready <= 1'b0;
+            clear_addr <= {CLEAR_W{1'b0}};
+        end else if (!ready) begin
+            clear_addr <= clear_addr + 1'b1;
+            if (clear_addr == LAST_CLEAR) ready <= 1'b1;
+        end
+    end
+
     generate
         if (SINGLE_CYCLE != 0) begin : g_single_cycle
             // Two banks of LUT RAM, each with an adder of its own at its write port. A bank's
@@ -196,16 +210,6 @@ module fg_pe #(
             // word gated off in the adder's LUTs, the product register reset. A LUT RAM's read
             // gives the word as it was before the cycle's write, so the drain reads an address and
             // clears it at once. The path to a write: the RAM's read and the adder, 2 LUT levels.
-            reg [LOCAL_W-1:0] clear_addr;   // after reset every word is cleared, one a cycle
-            always @(posedge clk) begin
-                if (rst) begin
-                    ready <= 1'b0;
-                    clear_addr <= {LOCAL_W{1'b0}};
-                end else if (!ready) begin
-                    clear_addr <= clear_addr + 1'b1;
-                    if (clear_addr == LAST_ADDRESS) ready <= 1'b1;
-                end
-            end
             wire drain0 = drain_read && !drain_bank;
             wire drain1 = drain_read && drain_bank;
             wire add = e1_valid && !e1_end;
@@ -299,17 +303,6 @@ module fg_pe #(
             assign busy = (|head_valid) || e1_valid || e2_valid || e3_valid || e4_valid;
 
             if (STACKED == 0) begin : g_banks
-                reg [LOCAL_W-1:0] clear_addr;
-                always @(posedge clk) begin
-                    if (rst) begin
-                        ready <= 1'b0;
-                        clear_addr <= {LOCAL_W{1'b0}};
-                    end else if (!ready) begin
-                        clear_addr <= clear_addr + 1'b1;
-                        if (clear_addr == LAST_ADDRESS) ready <= 1'b1;
-                    end
-                end
-
                 // A bank is written with the MAC's sums, or cleared: after reset, and a cycle after
                 // the drain has read an address. A clear's zero comes from the bank's own copy of the
                 // sum register, whose synchronous reset makes it (a flip-flop's reset pin instead of
@@ -384,17 +377,6 @@ module fg_pe #(
                         e2_drain <= e1_drain;
                         e3_drain <= e2_drain;
                         e4_drain <= e3_drain;
-                    end
-                end
-                // After reset every word is cleared, one a cycle.
-                reg [LOCAL_W:0] clear_addr;
-                always @(posedge clk) begin
-                    if (rst) begin
-                        ready <= 1'b0;
-                        clear_addr <= {(LOCAL_W + 1){1'b0}};
-                    end else if (!ready) begin
-                        clear_addr <= clear_addr + 1'b1;
-                        if (&clear_addr) ready <= 1'b1;
                     end
                 end
                 // The write data is the sum register, whose synchronous reset makes a clear's zero
