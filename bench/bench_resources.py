@@ -1,7 +1,7 @@
 """The cost model's resource estimates against Yosys synthesis (`synth_xilinx -family xcup`).
 
-Synthesizes eleven designs (3 layers of Graph Challenge 1024 all-dataflow with 8 and 16 PEs and
-all-sequential with 16 at w8a16, all-dataflow with 16 PEs at w4a8 and w16a16: the dataflow ones
+Synthesizes twelve designs (3 layers of Graph Challenge 1024 all-dataflow with 8, 16 and 64 PEs
+(the last with drains of 16 lanes) and all-sequential with 16 at w8a16, all-dataflow with 16 PEs at w4a8 and w16a16: the dataflow ones
 positions only, every weight being alike; the six pruned MLPs of the tests that mix the modes, lane
 counts, precisions, w4a8 to w16a16, and weight encodings),
 prints estimate / Yosys per resource, and refits the logic constants of
@@ -62,7 +62,7 @@ from library_module import PE_SOURCES, SINGLE_CYCLE_PE, SINGLE_CYCLE_PE_BITS, ST
 from fpgagen.vectors import default_inputs
 
 GC_CONFIGS = [
-    ("dataflow", 8, "w8a16"), ("dataflow", 16, "w8a16"), ("sequential", 16, "w8a16"),
+    ("dataflow", 8, "w8a16"), ("dataflow", 16, "w8a16"), ("dataflow", 64, "w8a16"), ("sequential", 16, "w8a16"),
     ("dataflow", 16, "w4a8"), ("dataflow", 16, "w16a16"),
 ]  # fmt: skip
 MLP_CASES = [

@@ -19,22 +19,21 @@ from fpgagen.synth import yosys_command
 LIB = Path(__file__).resolve().parent.parent / "templates" / "rtl" / "lib"
 # one PE of 150 local addresses of 24-bit sums, its banks in block RAM, with STACKED to choose: what
 # tests/test_rtl_synthesis.py and bench/bench_resources.py synthesize
-STACKED_PE = {"ADDRESSES": 150, "LOCAL_W": 8, "SUM_W": 24, "ACC_W": 30, "ACC_STYLE": "block"}
+STACKED_PE = {"ADDRESSES": 150, "LOCAL_W": 8, "SUM_W": 24, "ACC_STYLE": "block"}
 # A PE as a Graph Challenge 1024 stage builds it at P = 64: positions only (weight 2^-4), two units,
-# 16 addresses of 22-bit sums in LUT RAM, and the stage's constants for the drain (its shift,
-# clamp and one bias), which synthesis folds into the requantizer as it does in the stage.
+# 16 addresses of 22-bit sums in LUT RAM (its sums go to the stage's drain lanes).
 SINGLE_CYCLE_PE_BITS = 22
 SINGLE_CYCLE_PE = """module gc_pe #(parameter integer SINGLE_CYCLE = 0) (
     input wire clk, input wire rst, output wire ready,
     input wire [2*22-1:0] in_entry, input wire [1:0] in_write, output wire [1:0] in_room,
     output wire [1:0] done, input wire [1:0] drained, output wire busy,
-    input wire drain_read, input wire drain_bank, input wire [3:0] drain_addr, output wire [15:0] y
+    input wire drain_read, input wire drain_bank, input wire [3:0] drain_addr, output wire [21:0] sum
 );
-    fg_pe #(.K(2), .LOCAL_W(4), .ADDRESSES(16), .W_BITS(0), .ACC_W(28), .SUM_W(22), .SCALE(64),
+    fg_pe #(.K(2), .LOCAL_W(4), .ADDRESSES(16), .W_BITS(0), .SUM_W(22), .SCALE(64),
             .SCALE_SHIFT(6), .FIFO_DEPTH(64), .SLACK(8), .SINGLE_CYCLE(SINGLE_CYCLE)) u_pe (
         .clk(clk), .rst(rst), .ready(ready), .in_entry(in_entry), .in_write(in_write), .in_room(in_room),
         .done(done), .drained(drained), .busy(busy), .drain_read(drain_read), .drain_bank(drain_bank),
-        .drain_addr(drain_addr), .bias(28'hffff7cd), .cfg_shift(6'd11), .cfg_lo(16'd0), .cfg_hi(16'd32767), .y(y)
+        .drain_addr(drain_addr), .sum(sum)
     );
 endmodule
 """

@@ -404,7 +404,7 @@ def test_the_issue_path_is_paid_for_the_pes_a_weight_can_reach():
     entry = 2 + 1 + 3 + 16
     dataflow = cost.logic(Stage(DATAFLOW, (0,), 8, BRAM, 1))
     assert dataflow == LogicShape(8, 5, 1, acc, entry, slot, 8, 8)
-    assert logic_counts(dataflow) == (8 * acc, 8 * entry, 5 * slot, 1, 1)
+    assert logic_counts(dataflow) == (8 * acc, 8 * entry, 8 * 1, 5 * slot, 1, 1)  # 8 PEs, a FIFO each
     memories = cost.dataflow_memories(0, 8, 1)
     assert cost.dataflow(0, 8, 1).resources == total(memories) + engine_logic(dataflow)
     assert engine_logic(dataflow).dsp == 8
@@ -425,7 +425,8 @@ def test_a_layer_whose_weights_are_alike_carries_positions_only():
     assert dataflow == LogicShape(4, 2, 1, shape.sum_bits, 2 + 1 + 16, 1 + 1, 0, single_cycle=True)
     memories = {m.role: m for m in cost.dataflow_memories(1, 4, 1)}
     assert memories["weights"].width == 4 * (1 + 1)
-    assert memories["accumulators"].width == shape.sum_bits and memories["bias"].width == 4 * shape.acc_bits
+    # one-cycle PEs: a valid bit beside each word's sum
+    assert memories["accumulators"].width == shape.sum_bits + 1 and memories["bias"].width == 4 * shape.acc_bits
     assert cost.dataflow(1, 4, 1).resources.dsp == 0
     # The same layer in a sequential stage of its own: positions only too, its off-chip slots 8
     # bits (the local field padded), every PE fed, no multiplier; its logic priced as with weights
@@ -433,7 +434,7 @@ def test_a_layer_whose_weights_are_alike_carries_positions_only():
     sequential = cost.logic(Stage(SEQUENTIAL, (1,), 4, OFFCHIP))
     assert sequential == LogicShape(4, 4, 1, shape.acc_bits, 2 + 1 + 8 + 16, 1 + 1 + 8, 0, single_cycle=True)
     assert cost.sequential_shape(1, 1, 4).slot == SlotWord(7, 0)
-    assert {m.role: m for m in cost.sequential_memories(1, 1, 4)}["accumulators"].width == shape.sum_bits
+    assert {m.role: m for m in cost.sequential_memories(1, 1, 4)}["accumulators"].width == shape.sum_bits + 1
     # After layer a, whose weights differ, the stage's slots carry every weight, b's too; and it
     # multiplies.
     both = cost.sequential_shape(0, 1, 4)

@@ -9,6 +9,7 @@ constants below are its fixed parameters, each with the reason for its value.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -37,6 +38,10 @@ PE_SLACK = 8  # entries in flight from an issue decision to the FIFO: ROM (2), e
 ITEM_FIFO_DEPTH = 8  # activations queued at an issue unit, dealt by the merger
 ITEM_SLACK = 3  # the merger's register between deciding and routing, and the flag's own register
 ROW_FIFO_DEPTH = 8  # looked-up rows waiting for their beats to issue
+# A dataflow stage's drain requantizes in at most DRAIN_LANES lanes, each shared by P / DRAIN_LANES
+# PEs (docs/engine.md, "Drain"): a drain of 16 outputs a cycle outruns the K <= 4 outputs a cycle its
+# serializers emit, so more requantizers would only wait.
+DRAIN_LANES = 16
 WORD_FIFO_DEPTH = 32  # drained words waiting for a serializer: the drain runs ahead of sparse outputs
 DRAIN_SLACK = 12  # words in flight: six to the PEs' outputs, two word registers, the end word, the flag
 OUTPUT_DEPTH = 32  # dense output beats buffered in front of AXI4-Stream out (DRAIN_SLACK of them in flight)
@@ -166,6 +171,7 @@ class LogicShape:
     channels: int = 1  # a sequential stage's memory channels: an AXI reader and its addresses each
     stacked: bool = False  # the PEs' two banks in one memory: no multiplexers between them
     single_cycle: bool = False  # banks in LUT RAM, no multiplier: the one-cycle read-modify-write
+    lanes: int = 0  # the drain's requantizers when the PEs share them (0: one in each PE)
 
     @classmethod
     def sized(
@@ -259,6 +265,14 @@ class Groups:
         return 1 + self.base_bits + self.count_bits + self.size + self.size * VALUE_BITS
 
 
+def drain_lanes(pes: int, dense: bool) -> int:
+    """The requantizers of a dataflow stage's drain: one per PE up to DRAIN_LANES; beyond, the
+    largest power of two that divides P, up to DRAIN_LANES (the serializers' index is a step's
+    number and a lane's, side by side). The model's last stage keeps one per PE: its dense beats of
+    P values are the output interface's words."""
+    return pes if dense or pes <= DRAIN_LANES else math.gcd(pes, DRAIN_LANES)
+
+
 def drain_memories(
     groups: Groups, output: Output, word_depth: int = WORD_FIFO_DEPTH, uram: bool = False
 ) -> list[Memory]:
@@ -325,10 +339,26 @@ class LayerShape:
         """The PEs' read-modify-write takes one cycle (`single_cycle`)."""
         return single_cycle(self.addresses, self.sum_bits, self.encoding)
 
-    def logic(self, units: int) -> LogicShape:
+    def lanes(self, dense: bool) -> int:
+        """A dataflow stage's drain lanes (`drain_lanes`); `dense`: the model's last stage."""
+        return drain_lanes(self.pes, dense)
+
+    def steps(self, dense: bool) -> int:
+        """A dataflow stage's drain steps: a local address and a block of `lanes` PEs each, those
+        past the last output skipped."""
+        return ceil_div(self.n_out, self.lanes(dense))
+
+    def drain_groups(self, units: int, dense: bool) -> Groups:
+        """How a dataflow stage's drain splits a step's lanes among its K serializers."""
+        return Groups(self.lanes(dense), units, bits_for(self.steps(dense) - 1))
+
+    def logic(self, units: int, dense: bool) -> LogicShape:
         """The logic of a dataflow stage running this layer with K issue units."""
         logic = LogicShape.sized(self.pes, self.fed_pes, units, self.sum_bits, self.local_bits, self.encoding)
-        return replace(logic, stacked=self.stacked, single_cycle=self.single_cycle)
+        lanes = self.lanes(dense)
+        return replace(
+            logic, stacked=self.stacked, single_cycle=self.single_cycle, lanes=lanes if lanes < self.pes else 0
+        )
 
     @property
     def bias_rows(self) -> int:
@@ -362,22 +392,30 @@ def stacked_banks(addresses: int, acc_bits: int) -> bool:
 
 def single_cycle(addresses: int, acc_bits: int, encoding: Encoding) -> bool:
     """Whether a PE's read-modify-write takes one cycle, with nothing to forward (docs/engine.md,
-    "Processing elements"): when its banks are LUT RAM, which reads without a clock, and it has no
-    multiplier. Where it multiplies, the adder each bank then needs costs more LUTs than the
+    "Processing elements"): when its banks, words of the sum and a valid bit, are LUT RAM, which
+    reads without a clock, and it has no multiplier. Where it multiplies, the adder each bank then needs costs more LUTs than the
     pipeline's forwarding (Yosys: the test MLPs dataflow_only and sequential_only +7% and +10%
     LUTs), so that PE keeps the pipeline."""
-    return memory_kind(addresses, acc_bits) == LUTRAM and not encoding.multiplies
+    return memory_kind(addresses, acc_bits + 1) == LUTRAM and not encoding.multiplies
 
 
 def pe_memories(
-    pes: int, units: int, addresses: int, local_bits: int, weight_bits: int, acc_bits: int, stacked: bool = False
+    pes: int,
+    units: int,
+    addresses: int,
+    local_bits: int,
+    weight_bits: int,
+    acc_bits: int,
+    stacked: bool = False,
+    single: bool = False,
 ) -> list[Memory]:
     """The PEs' FIFOs (one per issue unit at every PE) and their two accumulator banks, each a
-    memory of its own, or `stacked` in one: `2 << local_bits` words, the bank the top address bit."""
+    memory of its own, or `stacked` in one: `2 << local_bits` words, the bank the top address bit.
+    A `single`-cycle PE's words carry a valid bit beside the sum (fg_pe.v)."""
     if stacked:
         banks = Memory.sized("accumulators", 2 << local_bits, acc_bits, pes)
     else:
-        banks = Memory.sized("accumulators", addresses, acc_bits, 2 * pes)
+        banks = Memory.sized("accumulators", addresses, acc_bits + int(single), 2 * pes)
     return [Memory.sized("PE entries", PE_FIFO_DEPTH, entry_bits(local_bits, weight_bits), units * pes), banks]
 
 
@@ -429,9 +467,16 @@ def dataflow_memories(
         Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + input_index_bits + VALUE_BITS, units),
         Memory.sized("unit rows", ROW_FIFO_DEPTH, 1 + row_bits + VALUE_BITS, units),
         *pe_memories(
-            pes, units, layer.addresses, layer.local_bits, layer.encoding.weight_bits, layer.sum_bits, layer.stacked
+            pes,
+            units,
+            layer.addresses,
+            layer.local_bits,
+            layer.encoding.weight_bits,
+            layer.sum_bits,
+            layer.stacked,
+            layer.single_cycle,
         ),
-        *drain_memories(Groups(pes, units, layer.local_bits), output),
+        *drain_memories(layer.drain_groups(units, isinstance(output, DenseOutput)), output),
     ]
 
 
@@ -653,7 +698,15 @@ def sequential_memories(stage: SequentialShape, output: Output, uram: bool) -> l
         Memory.sized("unit activations", ITEM_FIFO_DEPTH, 1 + stage.input_bits + VALUE_BITS),
         Memory.sized("row requests", REQUEST_DEPTH, stage.request_bits, stage.channels),  # one per channel
         Memory.sized("waiting activations", ACTIVATION_DEPTH, stage.activation_bits),
-        *pe_memories(pes, 1, stage.addresses, stage.local_bits, stage.encoding.weight_bits, stage.sum_bits),
+        *pe_memories(
+            pes,
+            1,
+            stage.addresses,
+            stage.local_bits,
+            stage.encoding.weight_bits,
+            stage.sum_bits,
+            single=stage.logic().single_cycle,
+        ),
     ]
     groups = Groups(pes, 1, stage.local_bits)
     if stage.loop is not None:

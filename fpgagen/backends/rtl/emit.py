@@ -41,7 +41,7 @@ STYLES = {BRAM: "block", LUTRAM: "distributed", URAM: "ultra", REGISTERS: "regis
 
 LIBRARY = (
     "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_lutram.v", "fg_table.v", "fg_resize.v", "fg_all.v", "fg_serializer.v", "fg_merger.v",
-    "fg_unit.v", "fg_pe.v", "fg_stage.v", "fg_seq_stage.v", "fg_axi_reader.v", "fg_reader.v", "fg_control.v",
+    "fg_unit.v", "fg_pe.v", "fg_requantize.v", "fg_stage.v", "fg_seq_stage.v", "fg_axi_reader.v", "fg_reader.v", "fg_control.v",
     "fg_axilite_ctrl.v", "fg_loader.v",
 )  # fmt: skip
 
@@ -149,7 +149,7 @@ def _stage_context(
         "ports": list(stage.ports),  # a sequential stage's AXI4 masters, channel 0 first
         "loaded": stage.loaded,
         "data_bits": data_bits,  # of its AXI4 master, a sequential stage
-        "dense_bits": VALUE_BITS * stage.pes,
+        "dense_bits": VALUE_BITS * (stage.pes if stage.sequential else stage.lanes),
         "last": stage.last,
         "layers": stage.layers,
         "in_subs": stage.input.subs,
@@ -193,13 +193,14 @@ def _dataflow_stage(stage: StagePlan, memories: Path, load_bits: int) -> dict:
     else:
         (memories.parent / files["weights"]).write_bytes(_weights(layer))
     (memories.parent / files["bias"]).write_bytes(_bias_rows(stage))
-    groups = stage.groups
+    groups = stage.drain_groups
     parameters = [
         ("S", stage.input.subs), ("K", stage.units), ("P", stage.pes),
-        *_group_parameters(groups), ("PB", log2(stage.pes)),
+        ("R", stage.lanes), *_group_parameters(groups), ("RB", log2(stage.lanes)),
         ("IN_IDX_W", stage.input.index_bits), ("OUT_IDX_W", _out_index_bits(stage)),
         ("N_IN", layer.shape.n_in), ("N_OUT", layer.shape.n_out), ("ADDRESSES", stage.addresses),
-        ("LOCAL_W", stage.local_bits), ("BEATS", layer.shape.rom_beats),
+        ("LOCAL_W", stage.local_bits), ("STEPS", stage.steps), ("STEP_W", groups.base_bits),
+        ("BEATS", layer.shape.rom_beats),
         ("START_W", stage.start_bits), ("CNT_W", stage.count_bits), *_encoding_parameters(stage),
         ("ACC_W", stage.acc_bits), ("SUM_W", stage.sum_bits), ("BIAS_ROWS", stage.bias_rows),
         ("SHIFT", layer.shift), ("LO", layer.lo), ("HI", layer.hi),

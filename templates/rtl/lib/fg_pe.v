@@ -15,7 +15,8 @@
 // read-modify-write, in one of two ways (docs/engine.md, "Processing elements"):
 // - SINGLE_CYCLE (banks in LUT RAM, up to 64 addresses, and no multiplier): read at E2 (a LUT RAM
 //   reads without a clock), add, write at the end of E2: no sum is in flight, so none is
-//   forwarded. The drain reads an address and writes it zero in one cycle;
+//   forwarded. A word carries a valid bit; the drain reads an address and marks it empty in one
+//   cycle;
 // - pipelined (banks in block RAM, read with a clock; or a PE that multiplies, where an adder a
 //   bank costs more LUTs than the forwarding): E2 the accumulator read -> E3 the read's output
 //   register; sum -> E4 write. A read can miss the three writes ahead of it, so their sums are
@@ -23,10 +24,9 @@
 //   address is followed by a write of zero.
 //
 // An end entry marks the end of a vector on its FIFO; when all K have passed the pipeline, the
-// bank is `done` until the drain, which reads every local address of it (two cycles to the data,
-// like the MAC), and requantizes (docs/numerics.md):
-// clamp((acc + bias') >>> shift, lo, hi) (acc scaled as above), where bias' already holds the
-// rounding term 2^(shift-1).
+// bank is `done` until the drain, which reads every local address of it: the PE gives the sum
+// two cycles after the read (three with STACKED), and the stage requantizes it (fg_requantize.v),
+// a requantizer shared by several PEs (docs/engine.md, "Drain").
 //
 // After reset the PE clears both banks, one address per cycle, and is `ready` when done: a reset
 // in the middle of a batch leaves no partial sum behind.
@@ -35,8 +35,8 @@
 // address bit: one block RAM where two would each be half empty. Its one read and one write port
 // are the MAC's every cycle, so the drain's read takes a slot of the MAC pipeline: while
 // `drain_read` is high the PE takes no entry, and the drain's address goes down the pipeline in
-// that entry's place, read at E1, its sum to the requantizer at E3, a zero written at E4. The
-// drain's y comes a cycle later than with two banks.
+// that entry's place, read at E1, its sum out at E3, a zero written at E4: a cycle later than with
+// two banks.
 module fg_pe #(
     parameter integer K = 1,            // issue units, one FIFO each
     parameter integer LOCAL_W = 1,
@@ -44,11 +44,9 @@ module fg_pe #(
     parameter integer W_BITS = 8,       // 0: positions only
     parameter integer CB_W = 0,         // a codebook's values (0: the entry's field is the weight)
     parameter [((CB_W > 0) ? (CB_W << W_BITS) : 1) - 1:0] CODEBOOK = 0,  // value i at [i*CB_W +: CB_W]
-    parameter integer ACC_W = 32,       // the drain's sums: the bias and the scaled accumulator
-    parameter integer SUM_W = ACC_W,    // the accumulators
+    parameter integer SUM_W = 32,       // the accumulators
     parameter integer SCALE = 1,        // positions only: the layer's one weight
     parameter integer SCALE_SHIFT = 0,  // log2 |SCALE|, or -1 when |SCALE| is no power of two
-    parameter integer SHIFT_W = 6,      // bits of cfg_shift
     parameter integer FIFO_DEPTH = 32,
     parameter integer SLACK = 8,        // entries a unit may write before it sees `room` fall
     parameter FIFO_STYLE = "distributed",
@@ -66,15 +64,11 @@ module fg_pe #(
     output reg  [1:0]               done,           // bank b holds a whole vector
     input  wire [1:0]               drained,        // the drain has emptied bank b: start counting again
     output wire                     busy,           // entries waiting or in the pipeline
-    // drain: read and clear `drain_addr` of `drain_bank`; y comes DRAIN_LATENCY cycles later
+    // drain: read and clear `drain_addr` of `drain_bank`; its sum comes 2 cycles later (3 STACKED)
     input  wire                     drain_read,
     input  wire                     drain_bank,
     input  wire [LOCAL_W-1:0]       drain_addr,
-    input  wire [ACC_W-1:0]         bias,           // bias' of this PE's output at the address, with the data
-    input  wire [SHIFT_W-1:0]       cfg_shift,
-    input  wire [VALUE_W-1:0]       cfg_lo,
-    input  wire [VALUE_W-1:0]       cfg_hi,
-    output reg  [VALUE_W-1:0]       y
+    output wire [SUM_W-1:0]         sum
 );
     localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
     localparam integer MULTIPLIER_W = (CB_W > 0) ? CB_W : W_BITS;  // what x is multiplied by
@@ -82,7 +76,6 @@ module fg_pe #(
     localparam integer SCALE_W = 32;    // SCALE as a signed parameter
     // x times its weight; x alone, or x times the constant SCALE, when positions only
     localparam integer PROD_W = (W_BITS > 0) ? VALUE_W + MULTIPLIER_W : (SCALE_SHIFT < 0) ? VALUE_W + SCALE_W : VALUE_W;
-    localparam integer CMP_W = (ACC_W > VALUE_W) ? ACC_W : VALUE_W + 1;
     localparam integer KB = (K > 1) ? $clog2(K + 1) : 1;
     // the words of a bank, or of both banks in one memory (STACKED, the bank the top address bit)
     localparam integer CLEAR_W = (STACKED != 0) ? LOCAL_W + 1 : LOCAL_W;
@@ -130,7 +123,6 @@ module fg_pe #(
     reg [LOCAL_W-1:0] e1_local;
     reg signed [VALUE_W-1:0] e1_x;
     reg e2_valid, e2_end, e2_bank;
-    wire [SUM_W-1:0] drained_sum;       // the drain's sum, two cycles after its address
     wire w_valid, w_end, w_bank;        // the accumulator's write: an entry's sum, or an end entry
 
     // E1 carries an entry, or the drain's address (stacked banks).
@@ -203,21 +195,26 @@ module fg_pe #(
 
     generate
         if (SINGLE_CYCLE != 0) begin : g_single_cycle
-            // Two banks of LUT RAM, each with an adder of its own at its write port. A bank's
-            // address each cycle is the MAC's, or the drain's while it empties that bank (they
-            // never use one bank at once), or the clear's after reset; it is chosen a cycle early
-            // and registered. The MAC writes its sum there; the drain and the clear write zero: the
-            // word gated off in the adder's LUTs, the product register reset. A LUT RAM's read
-            // gives the word as it was before the cycle's write, so the drain reads an address and
-            // clears it at once. The path to a write: the RAM's read and the adder, 2 LUT levels.
+            // Two banks of LUT RAM and one adder. A bank's word is {valid, value}; a word whose
+            // valid bit is clear reads as zero. A bank's address each cycle is the MAC's, or the
+            // drain's while it empties that bank (they never use one bank at once), or the clear's
+            // after reset; it is chosen a cycle early and registered. The MAC adds its product to
+            // the value of its bank's word and writes the sum back, valid; the drain and the clear
+            // write a word whose valid bit is clear (its value whatever the adder has), so the
+            // sum's bits go to both banks as they are and only the valid bit differs: no
+            // multiplexer in front of the RAMs. A LUT RAM's read gives the word as it was before the
+            // cycle's write, so the drain reads an address and empties it at once. The path to a
+            // write: the RAM's read, then the choice of bank, the valid gate and the adder's
+            // half-sum in one LUT, and the carry chain.
             wire drain0 = drain_read && !drain_bank;
             wire drain1 = drain_read && drain_bank;
             wire add = e1_valid && !e1_end;
             reg [LOCAL_W-1:0] addr0, addr1; // bank b's address this cycle
             reg add0, add1;                 // the MAC adds into bank b
-            reg wipe0, wipe1;               // bank b's address is written zero: drained, or cleared
+            reg wipe0, wipe1;               // bank b's address is emptied: drained, or cleared
+            reg mac1;                       // the MAC's bank
             reg d1_bank;
-            reg signed [PROD_W-1:0] prod0, prod1;
+            reg signed [PROD_W-1:0] prod;
             always @(posedge clk) begin
                 addr0 <= !ready ? clear_addr : drain0 ? drain_addr : e1_local;
                 addr1 <= !ready ? clear_addr : drain1 ? drain_addr : e1_local;
@@ -225,29 +222,25 @@ module fg_pe #(
                 add1 <= !rst && add && e1_bank;
                 wipe0 <= !ready || drain0;
                 wipe1 <= !ready || drain1;
+                mac1 <= e1_bank;
                 d1_bank <= drain_bank;
-                // each bank's own product, zero when the MAC adds nothing there (the flip-flops'
-                // reset pin): the adder's other operand needs no LUT of its own
-                if (add && !e1_bank) prod0 <= e1_product;
-                else prod0 <= {PROD_W{1'b0}};
-                if (add && e1_bank) prod1 <= e1_product;
-                else prod1 <= {PROD_W{1'b0}};
+                prod <= e1_product;
             end
-            wire [SUM_W-1:0] product0, product1;
-            fg_resize #(.IN_W(PROD_W), .OUT_W(SUM_W)) u_product0 (.in(prod0), .out(product0));
-            fg_resize #(.IN_W(PROD_W), .OUT_W(SUM_W)) u_product1 (.in(prod1), .out(product1));
-            wire [SUM_W-1:0] word0, word1;
-            wire [SUM_W-1:0] sum0 = (word0 & {SUM_W{add0}}) + product0;
-            wire [SUM_W-1:0] sum1 = (word1 & {SUM_W{add1}}) + product1;
-            fg_lutram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES)) u_bank0 (
-                .clk(clk), .we(add0 || wipe0), .waddr(addr0), .wdata(sum0), .raddr(addr0), .rdata(word0)
+            wire [SUM_W-1:0] product;
+            fg_resize #(.IN_W(PROD_W), .OUT_W(SUM_W)) u_product (.in(prod), .out(product));
+            wire [SUM_W:0] word0, word1;    // {valid, value}
+            wire [SUM_W-1:0] value0 = word0[SUM_W-1:0] & {SUM_W{word0[SUM_W]}};
+            wire [SUM_W-1:0] value1 = word1[SUM_W-1:0] & {SUM_W{word1[SUM_W]}};
+            wire [SUM_W-1:0] sum_now = (mac1 ? value1 : value0) + product;
+            fg_lutram #(.WIDTH(SUM_W + 1), .DEPTH(ADDRESSES)) u_bank0 (
+                .clk(clk), .we(add0 || wipe0), .waddr(addr0), .wdata({add0, sum_now}), .raddr(addr0), .rdata(word0)
             );
-            fg_lutram #(.WIDTH(SUM_W), .DEPTH(ADDRESSES)) u_bank1 (
-                .clk(clk), .we(add1 || wipe1), .waddr(addr1), .wdata(sum1), .raddr(addr1), .rdata(word1)
+            fg_lutram #(.WIDTH(SUM_W + 1), .DEPTH(ADDRESSES)) u_bank1 (
+                .clk(clk), .we(add1 || wipe1), .waddr(addr1), .wdata({add1, sum_now}), .raddr(addr1), .rdata(word1)
             );
             reg [SUM_W-1:0] d2_sum;
-            always @(posedge clk) d2_sum <= d1_bank ? word1 : word0;
-            assign drained_sum = d2_sum;
+            always @(posedge clk) d2_sum <= d1_bank ? value1 : value0;
+            assign sum = d2_sum;
             assign w_valid = e2_valid;
             assign w_end = e2_end;
             assign w_bank = e2_bank;
@@ -361,7 +354,7 @@ module fg_pe #(
                     d2_bank <= drain_bank;
                 end
                 assign e3_read = e3_from1 ? read1_r : read0_r;
-                assign drained_sum = d2_bank ? read1_r : read0_r;
+                assign sum = d2_bank ? read1_r : read0_r;
             end else begin : g_stacked
                 // One memory, {bank, local} its address. The drain's read is in the pipeline from
                 // E1 (its address in e1_bank and e1_local) to E4, where it writes a zero.
@@ -403,33 +396,9 @@ module fg_pe #(
                 );
                 always @(posedge clk) read_r <= read;
                 assign e3_read = read_r;
-                assign drained_sum = read_r;
+                assign sum = read_r;
             end
         end
     endgenerate
 
-    // ---- drain: requantize ------------------------------------------------------------------------
-    // d3: the accumulator (with the bias, given at d3) -> r1: total -> r2: shifted -> y: clamped
-    // the sum times 2^SCALE_SHIFT: wiring; a negative SCALE subtracts it (SCALE_SHIFT >= 0 only:
-    // otherwise the PE has multiplied already)
-    localparam integer SUBTRACT = (W_BITS == 0 && SCALE < 0 && SCALE_SHIFT >= 0) ? 1 : 0;
-    localparam integer DRAIN_SHIFT = (SCALE_SHIFT > 0) ? SCALE_SHIFT : 0;
-    wire signed [ACC_W-1:0] drained_wide;
-    fg_resize #(.IN_W(SUM_W), .OUT_W(ACC_W)) u_sum (.in(drained_sum), .out(drained_wide));
-    wire signed [ACC_W-1:0] drained_acc = drained_wide <<< DRAIN_SHIFT;
-    reg signed [ACC_W-1:0] total;
-    reg signed [CMP_W-1:0] shifted;
-    wire [CMP_W-1:0] shifted_wide;
-    wire signed [ACC_W-1:0] total_shifted = total >>> cfg_shift;
-    fg_resize #(.IN_W(ACC_W), .OUT_W(CMP_W)) u_wide (.in(total_shifted), .out(shifted_wide));
-    wire signed [CMP_W-1:0] lo = {{(CMP_W-VALUE_W){cfg_lo[VALUE_W-1]}}, cfg_lo};
-    wire signed [CMP_W-1:0] hi = {{(CMP_W-VALUE_W){cfg_hi[VALUE_W-1]}}, cfg_hi};
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire signed [CMP_W-1:0] clamped = (shifted < lo) ? lo : (shifted > hi) ? hi : shifted;  // upper bits: the sign
-    /* verilator lint_on UNUSEDSIGNAL */
-    always @(posedge clk) begin
-        total <= (SUBTRACT != 0) ? bias - drained_acc : bias + drained_acc;
-        shifted <= shifted_wide;
-        y <= clamped[VALUE_W-1:0];
-    end
 endmodule

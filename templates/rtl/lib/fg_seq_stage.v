@@ -530,18 +530,25 @@ module fg_seq_stage #(
             wire [1:0] done;
             assign done0[p] = done[0];
             assign done1[p] = done[1];
+            wire [SUM_W-1:0] sum;
             fg_pe #(
-                .K(1), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .ACC_W(ACC_W), .SUM_W(SUM_W),
-                .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT), .SHIFT_W(6),
+                .K(1), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .SUM_W(SUM_W),
+                .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT),
                 .FIFO_DEPTH(PE_FIFO_DEPTH), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE),
                 .SINGLE_CYCLE(SINGLE_CYCLE)
             ) u_pe (
                 .clk(clk), .rst(rst), .ready(pe_ready[p]),
                 .in_entry(entry[p*ENTRY_W +: ENTRY_W]), .in_write(entry_write[p]), .in_room(pe_room[p]),
                 .done(done), .drained(drained), .busy(pe_busy[p]),
-                .drain_read(drain_read), .drain_bank(drain_bank), .drain_addr(drain_addr),
-                .bias(bias_row[p*ACC_W +: ACC_W]), .cfg_shift(d_shift), .cfg_lo(d_lo), .cfg_hi(d_hi),
-                .y(y[p*VALUE_W +: VALUE_W])
+                .drain_read(drain_read), .drain_bank(drain_bank), .drain_addr(drain_addr), .sum(sum)
+            );
+            // a requantizer per PE: the layer's shift and clamp are the descriptor's, and the
+            // drain reads all P PEs a cycle
+            fg_requantize #(
+                .W_BITS(W_BITS), .ACC_W(ACC_W), .SUM_W(SUM_W), .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT), .SHIFT_W(6)
+            ) u_requantize (
+                .clk(clk), .sum(sum), .bias(bias_row[p*ACC_W +: ACC_W]), .cfg_shift(d_shift), .cfg_lo(d_lo),
+                .cfg_hi(d_hi), .y(y[p*VALUE_W +: VALUE_W])
             );
         end
     endgenerate
