@@ -153,7 +153,7 @@ def expected_stage_parameters(stage: StagePlan, load_bits: int = 1) -> dict[str,
         "S": stage.input.subs, "P": stage.pes, "IN_IDX_W": stage.input.index_bits, "OUT_IDX_W": output_bits,
         "ADDRESSES": stage.addresses, "LOCAL_W": stage.local_bits, "START_W": stage.start_bits,
         "CNT_W": stage.count_bits, "W_BITS": stage.encoding.weight_bits, "ACC_W": stage.acc_bits, "DENSE": int(stage.last),
-        "PE_FIFO_DEPTH": PE_FIFO_DEPTH, "ITEM_FIFO_DEPTH": ITEM_FIFO_DEPTH,
+        "COUNT_W": stage.groups.count_bits, "PE_FIFO_DEPTH": PE_FIFO_DEPTH, "ITEM_FIFO_DEPTH": ITEM_FIFO_DEPTH,
         "WORD_FIFO_DEPTH": next((m.depth for m in stage.memories if m.role == "drained words"), OUTPUT_DEPTH),
         "DRAIN_SLACK": DRAIN_SLACK, "SUM_W": stage.sum_bits,
         "SCALE": stage.encoding.scale,
@@ -162,18 +162,15 @@ def expected_stage_parameters(stage: StagePlan, load_bits: int = 1) -> dict[str,
     }  # fmt: skip
     if not stage.sequential:
         (layer,) = stage.layers
-        # the RTL's drain in steps of R lanes (geometry.drain_lanes)
-        groups = stage.drain_groups
         return common | {
-            "R": stage.lanes, "STEPS": stage.steps, "STEP_W": groups.base_bits, "COUNT_W": groups.count_bits,
-            "K": stage.units, "G": groups.size, "N_IN": layer.shape.n_in, "N_OUT": layer.shape.n_out,
+            "K": stage.units, "G": stage.groups.size, "N_IN": layer.shape.n_in, "N_OUT": layer.shape.n_out,
             "BEATS": layer.shape.rom_beats, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
             "ROW_FIFO_DEPTH": ROW_FIFO_DEPTH, "LOADED": int(stage.loaded), "LOAD_W": load_bits,
             "STACKED": int(stage.stacked),
         }  # fmt: skip
     loop = stage.loop
     return common | {
-        "COUNT_W": stage.groups.count_bits, "LAYERS": len(stage.layers), "LOOP_IDX_W": loop.index_bits if loop else 1, "ROWS": stage.rows,
+        "LAYERS": len(stage.layers), "LOOP_IDX_W": loop.index_bits if loop else 1, "ROWS": stage.rows,
         "BIAS_ROWS": stage.bias_rows, "LOOP_DEPTH": stage.loop_depth if loop else 1,
         "REQUEST_DEPTH": REQUEST_DEPTH, "ACTIVATION_DEPTH": ACTIVATION_DEPTH, "MAX_BURSTS": MAX_BURSTS,
         "ROW_TABLE_BEATS": stage.sequential_shape.row_table_beats, "BIAS_WORDS": stage.sequential_shape.bias_words,

@@ -9,7 +9,6 @@ constants below are its fixed parameters, each with the reason for its value.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -38,10 +37,6 @@ PE_SLACK = 8  # entries in flight from an issue decision to the FIFO: ROM (2), e
 ITEM_FIFO_DEPTH = 8  # activations queued at an issue unit, dealt by the merger
 ITEM_SLACK = 3  # the merger's register between deciding and routing, and the flag's own register
 ROW_FIFO_DEPTH = 8  # looked-up rows waiting for their beats to issue
-# A dataflow stage's drain requantizes in at most DRAIN_LANES lanes, each shared by P / DRAIN_LANES
-# PEs (docs/engine.md, "Drain"): a drain of 16 outputs a cycle outruns the K <= 4 outputs a cycle its
-# serializers emit, so more requantizers would only wait.
-DRAIN_LANES = 16
 WORD_FIFO_DEPTH = 32  # drained words waiting for a serializer: the drain runs ahead of sparse outputs
 DRAIN_SLACK = 12  # words in flight: six to the PEs' outputs, two word registers, the end word, the flag
 OUTPUT_DEPTH = 32  # dense output beats buffered in front of AXI4-Stream out (DRAIN_SLACK of them in flight)
@@ -171,7 +166,6 @@ class LogicShape:
     channels: int = 1  # a sequential stage's memory channels: an AXI reader and its addresses each
     stacked: bool = False  # the PEs' two banks in one memory: no multiplexers between them
     single_cycle: bool = False  # banks in LUT RAM, no multiplier: the one-cycle read-modify-write
-    lanes: int = 0  # the drain's requantizers when the PEs share them (0: one in each PE)
 
     @classmethod
     def sized(
@@ -265,14 +259,6 @@ class Groups:
         return 1 + self.base_bits + self.count_bits + self.size + self.size * VALUE_BITS
 
 
-def drain_lanes(pes: int, dense: bool) -> int:
-    """The requantizers of a dataflow stage's drain: one per PE up to DRAIN_LANES; beyond, the
-    largest power of two that divides P, up to DRAIN_LANES (the serializers' index is a step's
-    number and a lane's, side by side). The model's last stage keeps one per PE: its dense beats of
-    P values are the output interface's words."""
-    return pes if dense or pes <= DRAIN_LANES else math.gcd(pes, DRAIN_LANES)
-
-
 def drain_memories(
     groups: Groups, output: Output, word_depth: int = WORD_FIFO_DEPTH, uram: bool = False
 ) -> list[Memory]:
@@ -339,26 +325,10 @@ class LayerShape:
         """The PEs' read-modify-write takes one cycle (`single_cycle`)."""
         return single_cycle(self.addresses, self.sum_bits, self.encoding)
 
-    def lanes(self, dense: bool) -> int:
-        """A dataflow stage's drain lanes (`drain_lanes`); `dense`: the model's last stage."""
-        return drain_lanes(self.pes, dense)
-
-    def steps(self, dense: bool) -> int:
-        """A dataflow stage's drain steps: a local address and a block of `lanes` PEs each, those
-        past the last output skipped."""
-        return ceil_div(self.n_out, self.lanes(dense))
-
-    def drain_groups(self, units: int, dense: bool) -> Groups:
-        """How a dataflow stage's drain splits a step's lanes among its K serializers."""
-        return Groups(self.lanes(dense), units, bits_for(self.steps(dense) - 1))
-
-    def logic(self, units: int, dense: bool) -> LogicShape:
+    def logic(self, units: int) -> LogicShape:
         """The logic of a dataflow stage running this layer with K issue units."""
         logic = LogicShape.sized(self.pes, self.fed_pes, units, self.sum_bits, self.local_bits, self.encoding)
-        lanes = self.lanes(dense)
-        return replace(
-            logic, stacked=self.stacked, single_cycle=self.single_cycle, lanes=lanes if lanes < self.pes else 0
-        )
+        return replace(logic, stacked=self.stacked, single_cycle=self.single_cycle)
 
     @property
     def bias_rows(self) -> int:
@@ -476,7 +446,7 @@ def dataflow_memories(
             layer.stacked,
             layer.single_cycle,
         ),
-        *drain_memories(layer.drain_groups(units, isinstance(output, DenseOutput)), output),
+        *drain_memories(Groups(pes, units, layer.local_bits), output),
     ]
 
 

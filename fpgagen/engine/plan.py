@@ -197,24 +197,8 @@ class StagePlan:
 
     @property
     def groups(self) -> Groups:
-        """How the drain splits an address's P outputs among its serializers: a sequential stage's
-        and the HLS engine's drains (the RTL's dataflow drain works in `drain_groups`)."""
+        """How the drain splits an address's P outputs among its serializers."""
         return Groups(self.pes, self.units, self.local_bits)
-
-    @property
-    def lanes(self) -> int:
-        """The requantizers of a dataflow stage's RTL drain (geometry.drain_lanes)."""
-        return self.layers[0].shape.lanes(self.last)
-
-    @property
-    def steps(self) -> int:
-        """The steps of a dataflow stage's RTL drain: a local address and a block of `lanes` PEs."""
-        return self.layers[0].shape.steps(self.last)
-
-    @property
-    def drain_groups(self) -> Groups:
-        """How a dataflow stage's RTL drain splits a step's lanes among its serializers."""
-        return self.layers[0].shape.drain_groups(self.units, self.last)
 
     @property
     def rows(self) -> int:
@@ -398,7 +382,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
             (plan,) = layer_plans
             shape, loop, loop_depth = plan.shape, None, 0
             memories = dataflow_memories(plan.shape, stage.units, channels[-1].index_bits, output, loaded)
-            logic = plan.shape.logic(stage.units, isinstance(output, DenseOutput))
+            logic = plan.shape.logic(stage.units)
         stages.append(
             StagePlan(
                 index=number,

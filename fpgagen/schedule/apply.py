@@ -9,9 +9,7 @@ from ..engine.plan import layer_shape
 from ..errors import FpgagenError
 from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, LayerSchedule, Model, Schedule
 
-# 48: a multiple of the drain's 16 lanes (geometry.drain_lanes) between 32 and 64, so that a design
-# whose every stage cannot take 64 need not fall back to 32
-DATAFLOW_PES = (1, 2, 4, 8, 16, 32, 48, 64)
+DATAFLOW_PES = (1, 2, 4, 8, 16, 32, 64)
 # AXI data width: P slots of 8, 16 or 32 bits, at most 512. Not 64: a drained word's count of its
 # P outputs' nonzeros would take 7 LUT levels (bench_timing, narrow_w4a8 at P=64).
 SEQUENTIAL_PES = (1, 2, 4, 8, 16, 32)

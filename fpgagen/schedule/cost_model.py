@@ -68,9 +68,7 @@ from .work import Placement, issue_cycles, pe_cycles, place, serializer_cycles
 # L_SINGLE_CYCLE fewer when the PEs' read-modify-write takes one cycle, writing at E2 instead of E4
 # (fg_pe.v). A sequential pass is charged its layer's own kind of PE (its stage's banks take the
 # most addresses of its layers: at most 2 cycles a pass apart). A drain
-# counts ceil(N_out / P) addresses (a dataflow drain ceil(N_out / R) steps of its R lanes, and
-# L_LANES for their multiplexer's register when P > R) and then L_DRAIN cycles until its last dense
-# beat is written
+# counts ceil(N_out / P) addresses and then L_DRAIN cycles until its last dense beat is written
 # (fg_stage.v: the decided address, its 6 registers to y, the beat register): the model's last
 # layer measures ceil(N_out / P) + 7 at P=16 and 64; a sparse drain adds L_WORDS (the mask and
 # count registers, then the end word): ceil(N_out / P) + 9 measured on every other layer. A
@@ -81,7 +79,6 @@ from .work import Placement, issue_cycles, pe_cycles, place, serializer_cycles
 L_COMPUTE = 12
 L_SINGLE_CYCLE = 2
 L_DRAIN = 7
-L_LANES = 1
 L_WORDS = 2
 L_PASS = 6
 L_MEMORY = 8
@@ -99,7 +96,6 @@ L_LOOKUP = 6
 # eleven designs of bench/bench_resources.py ("logic_fit" in bench/results/resources.json), rounded.
 PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 4.19, 11.17
 PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 1.21, 5.10
-PE_FIFO_LUT, PE_FIFO_FF = 0.0, 0.0
 FED_PE_LUT_PER_SLOT_BIT, FED_PE_FF_PER_SLOT_BIT = 11.07, 16.53
 UNIT_LUT, UNIT_FF = 507, 647
 STAGE_LUT, STAGE_FF = 0, 129  # the fit puts a stage's LUTs into its units
@@ -118,15 +114,6 @@ STACKED_LUT_PER_ACC_BIT, STACKED_FF_PER_ACC_BIT = 1.0, 2.8
 # LUTs and 31,203 FFs, and with one-cycle PEs: 24,097 and 23,859 with an adder a bank, 21,852 and
 # 23,112 with one adder and a valid bit a word.
 SINGLE_CYCLE_LUT_PER_ACC_BIT, SINGLE_CYCLE_FF_PER_ACC_BIT = 3.9, 7.7
-# A dataflow stage whose drain has fewer lanes than PEs (geometry.drain_lanes) builds a requantizer
-# per lane instead of per PE, and in front of each a multiplexer among its blocks of PEs with a
-# register of the chosen sum. Not fitted: LANE_MUX counts a lane's multiplexer (P = 64: 4 to 1, a
-# LUT a bit) and its register; REQUANTIZER is then what Yosys measured on Graph Challenge 1024 x 2
-# all dataflow at P = 64 (the first stage drained in 16 lanes, the last dense, one lane a PE) with
-# a requantizer in every PE and with the lanes: 51,630 -> 49,223 LUTs, 50,597 -> 45,135 FFs, the
-# drain's narrower word FIFOs priced apart, as memories (docs/cost-model.md, "Resources").
-REQUANTIZER_LUT_PER_ACC_BIT, REQUANTIZER_FF_PER_ACC_BIT = 2.2, 5.5
-LANE_MUX_LUT_PER_ACC_BIT, LANE_MUX_FF_PER_ACC_BIT = 1.0, 1.0
 # passes of the activity's sample through a design with deep channels (CostModel.design_interval)
 TANDEM_PASSES = 4
 # Vectors a stage finishes ahead of the next through a deep channel (CostModel.design_interval):
@@ -136,9 +123,9 @@ TANDEM_PASSES = 4
 # 682.2 (2 ahead), 639.0 (4 ahead), 721.7 (1 ahead); at P = 64, K = 4 (257 items), 512 items: 357.5,
 # modelled 348.9 (2 ahead)
 DEEP_CHANNEL_AHEAD = 2
-LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "PE FIFO", "fed PE x slot bit", "issue unit", "stage")
-LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, PE_FIFO_LUT, FED_PE_LUT_PER_SLOT_BIT, UNIT_LUT, STAGE_LUT)
-FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, PE_FIFO_FF, FED_PE_FF_PER_SLOT_BIT, UNIT_FF, STAGE_FF)
+LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "issue unit", "stage")
+LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, UNIT_LUT, STAGE_LUT)
+FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, UNIT_FF, STAGE_FF)
 
 # How memories map to blocks (docs/cost-model.md, "Memories"), as synthesis maps them.
 LUTRAM_DEPTH = 64  # bits per LUT used as distributed RAM
@@ -242,7 +229,6 @@ def logic_counts(logic: LogicShape) -> tuple[int, ...]:
     return (
         logic.pes * logic.acc_bits,
         logic.pes * logic.entry_bits,
-        logic.pes * logic.units,
         logic.fed_pes * logic.slot_bits,
         logic.units,
         1,
@@ -259,17 +245,12 @@ def engine_logic(logic: LogicShape) -> Resources:
     stripes = logic.channels - 1  # measured, not fitted
     stacked = logic.pes * logic.acc_bits if logic.stacked else 0  # measured, not fitted
     single = logic.pes * logic.acc_bits if logic.single_cycle else 0  # measured, not fitted
-    # the PEs' requantizers a shared drain does without, and its lanes' multiplexers: measured
-    shared = (logic.pes - logic.lanes) * logic.acc_bits if logic.lanes else 0
-    muxed = logic.lanes * logic.acc_bits
     return Resources(
         dsp=logic.multipliers,
         lut=round(
             sum(count * constant for count, constant in zip(counts, LUT_PER_TERM))
             - stacked * STACKED_LUT_PER_ACC_BIT
             - single * SINGLE_CYCLE_LUT_PER_ACC_BIT
-            - shared * REQUANTIZER_LUT_PER_ACC_BIT
-            + muxed * LANE_MUX_LUT_PER_ACC_BIT
         )
         + lookups
         + stripes * CHANNEL_LUT,
@@ -277,8 +258,6 @@ def engine_logic(logic: LogicShape) -> Resources:
             sum(count * constant for count, constant in zip(counts, FF_PER_TERM))
             - stacked * STACKED_FF_PER_ACC_BIT
             - single * SINGLE_CYCLE_FF_PER_ACC_BIT
-            - shared * REQUANTIZER_FF_PER_ACC_BIT
-            + muxed * LANE_MUX_FF_PER_ACC_BIT
         )
         + stripes * CHANNEL_FF,
     )
@@ -290,18 +269,16 @@ READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
 def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
     """The LUTs of the least PE the engine can build for a layer (the roofline's unit of MACs):
     one local address, one issue unit, so one entry FIFO and two one-word banks of LUT RAM, and its
-    issue path; no share of any unit or stage, the drain's requantizers included (a lane serves
-    P / 16 PEs, a share that falls with P)."""
+    issue path; no share of any unit or stage."""
     shape = LogicShape.sized(1, 1, 1, sum_bits(acc_bits, encoding), 1, encoding)
     shape = replace(shape, single_cycle=not encoding.multiplies)
     fifo = lutram_luts(PE_FIFO_DEPTH, shape.entry_bits)
     banks = 2 * lutram_luts(1, shape.acc_bits)
-    per_pe = logic_counts(shape)[:4]
+    per_pe = logic_counts(shape)[:3]
     single = shape.acc_bits * SINGLE_CYCLE_LUT_PER_ACC_BIT if shape.single_cycle else 0
     return (
         sum(count * constant for count, constant in zip(per_pe, LUT_PER_TERM))
         - single
-        - shape.acc_bits * REQUANTIZER_LUT_PER_ACC_BIT
         + fifo
         + banks
         + shape.lookup_luts
@@ -678,15 +655,12 @@ class CostModel:
         placement = self.placement(index, pes)
         inputs = self.activity.inputs(index)
         addresses = ceil_div(self.layers[index].out_features, pes)
-        words = 0 if self.is_last(index) else L_WORDS
+        drain = addresses + L_DRAIN + (0 if self.is_last(index) else L_WORDS)
+        output = self._output_per_vector(index, pes, units)
         if mode == DATAFLOW:
-            shape = self.shape(index, pes)
-            lanes = shape.lanes(self.is_last(index))
-            # a step a cycle; lanes shared by several blocks of PEs register their choice
-            drain = shape.steps(self.is_last(index)) + L_DRAIN + (L_LANES if lanes < pes else 0) + words
-            output = self._output_per_vector(index, pes, units, lanes)
             issue = issue_cycles(inputs, placement.row_cycles, units)
             pes_busy = pe_cycles(inputs, placement.counts)
+            shape = self.shape(index, pes)
             if shape.stacked:
                 # the drain of the vector before reads in slots of the MAC pipeline: a cycle an
                 # address at every PE, and its outputs a cycle later (docs/engine.md, "Stacked banks")
@@ -694,9 +668,7 @@ class CostModel:
             compute = np.maximum(issue, pes_busy) + compute_latency(shape.single_cycle)
             return LayerCycles(float(compute.mean()), drain, float(output.mean()), COMPUTE_BOUND, compute, output)
         # a sequential layer: one activation a cycle looked up, one beat a cycle taken, the beats
-        # brought over the memory port; its drain reads an address of all P PEs a cycle
-        drain = addresses + L_DRAIN + words
-        output = self._output_per_vector(index, pes, units, pes)
+        # brought over the memory port
         beats = inputs.rows @ placement.beats
         work = np.maximum(inputs.rows.sum(axis=1), beats)
         reads = inputs.rows @ (placement.beats > 0)
@@ -717,18 +689,15 @@ class CostModel:
         bandwidth = beats * (beat_bytes / (channels * self.board.bytes_per_cycle))
         return np.maximum(bandwidth, reads * (MEMORY_LATENCY / MAX_BURSTS))
 
-    def _output_per_vector(self, index: int, pes: int, groups: int, lanes: int) -> np.ndarray:
+    def _output_per_vector(self, index: int, pes: int, groups: int) -> np.ndarray:
         """The drain's serializers per vector: each of `groups` emits the nonzero outputs of its
-        lanes / groups lanes of every step, one a cycle (0 for the model's last layer, which drains
-        dense beats). A step is a local address and a block of `lanes` PEs."""
+        P / groups PEs, one a cycle (0 for the model's last layer, which drains dense beats)."""
         if self.is_last(index):
             return np.zeros(1)
         placement = self.placement(index, pes)
         address = np.arange(self.layers[index].out_features) // pes
-        step = address * (pes // lanes) + placement.pe // lanes
-        group = (placement.pe % lanes) // (lanes // groups)
-        latency = L_DRAIN + (L_LANES if lanes < pes else 0) + L_WORDS
-        return serializer_cycles(self.activity.inputs(index + 1), step, group, groups) + latency
+        group = placement.pe // (pes // groups)
+        return serializer_cycles(self.activity.inputs(index + 1), address, group, groups) + L_DRAIN + L_WORDS
 
     def reader(self, lanes: int | None = None) -> ReaderCost:
         """The input reader: a beat of `lanes` values a cycle (by default the engine's choice), a
@@ -781,7 +750,7 @@ class CostModel:
         start, which the stages share one after the other (so their load cycles add up in the
         latency, as the stages' latencies do)."""
         cycles = self.cycles(index, pes, DATAFLOW, units)
-        logic = engine_logic(self.shape(index, pes).logic(units, self.is_last(index)))
+        logic = engine_logic(self.shape(index, pes).logic(units))
         load_cycles, load_registers = self.load(index, pes) if loaded else (0.0, Resources())
         return StageCost(
             stage=Stage(DATAFLOW, (index,), pes, URAM if loaded else BRAM, units),
@@ -898,7 +867,7 @@ class CostModel:
     def logic(self, stage: Stage) -> LogicShape:
         """What the logic of `stage` is sized by, as the cost model prices it."""
         if stage.mode == DATAFLOW:
-            return self.shape(stage.layers[0], stage.pes).logic(stage.units, self.is_last(stage.layers[0]))
+            return self.shape(stage.layers[0], stage.pes).logic(stage.units)
         return self.sequential_shape(stage.layers[0], stage.layers[-1], stage.pes, stage.channels).logic()
 
     def sequential(self, first: int, last: int, pes: int, channels: int = 1) -> StageCost:

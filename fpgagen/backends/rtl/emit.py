@@ -149,7 +149,7 @@ def _stage_context(
         "ports": list(stage.ports),  # a sequential stage's AXI4 masters, channel 0 first
         "loaded": stage.loaded,
         "data_bits": data_bits,  # of its AXI4 master, a sequential stage
-        "dense_bits": VALUE_BITS * (stage.pes if stage.sequential else stage.lanes),
+        "dense_bits": VALUE_BITS * stage.pes,
         "last": stage.last,
         "layers": stage.layers,
         "in_subs": stage.input.subs,
@@ -193,14 +193,13 @@ def _dataflow_stage(stage: StagePlan, memories: Path, load_bits: int) -> dict:
     else:
         (memories.parent / files["weights"]).write_bytes(_weights(layer))
     (memories.parent / files["bias"]).write_bytes(_bias_rows(stage))
-    groups = stage.drain_groups
+    groups = stage.groups
     parameters = [
         ("S", stage.input.subs), ("K", stage.units), ("P", stage.pes),
-        ("R", stage.lanes), *_group_parameters(groups), ("RB", log2(stage.lanes)),
+        *_group_parameters(groups), ("PB", log2(stage.pes)),
         ("IN_IDX_W", stage.input.index_bits), ("OUT_IDX_W", _out_index_bits(stage)),
         ("N_IN", layer.shape.n_in), ("N_OUT", layer.shape.n_out), ("ADDRESSES", stage.addresses),
-        ("LOCAL_W", stage.local_bits), ("STEPS", stage.steps), ("STEP_W", groups.base_bits),
-        ("BEATS", layer.shape.rom_beats),
+        ("LOCAL_W", stage.local_bits), ("BEATS", layer.shape.rom_beats),
         ("START_W", stage.start_bits), ("CNT_W", stage.count_bits), *_encoding_parameters(stage),
         ("ACC_W", stage.acc_bits), ("SUM_W", stage.sum_bits), ("BIAS_ROWS", stage.bias_rows),
         ("SHIFT", layer.shift), ("LO", layer.lo), ("HI", layer.hi),

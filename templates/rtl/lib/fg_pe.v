@@ -25,8 +25,8 @@
 //
 // An end entry marks the end of a vector on its FIFO; when all K have passed the pipeline, the
 // bank is `done` until the drain, which reads every local address of it: the PE gives the sum
-// two cycles after the read (three with STACKED), and the stage requantizes it (fg_requantize.v),
-// a requantizer shared by several PEs (docs/engine.md, "Drain").
+// two cycles after the read (three with STACKED), and the stage's requantizer for this PE
+// (fg_requantize.v) takes it from there.
 //
 // After reset the PE clears both banks, one address per cycle, and is `ready` when done: a reset
 // in the middle of a batch leaves no partial sum behind.

@@ -4,22 +4,18 @@
 // start when its last row is in).
 //
 // merger -> K issue units (row table and weight ROM ports) -> a FIFO per unit at every PE -> P PEs,
-// each at its own pace, into two banks -> drain -> R lanes (requantize) -> K serializers into the
-// output channel, or dense beats for the model's last layer. Vector v fills bank v mod 2 while the
-// drain empties the other one. The drain reads the PEs R at a time (docs/engine.md, "Drain"): a
-// drain step is a local address and a block of R consecutive PEs, and lane j requantizes PE
-// j + R * s of block s, so the drain looks downstream like R PEs with STEPS addresses: step
-// a * (P / R) + s holds outputs (a * (P / R) + s) * R + j. Wide flags (every PE FIFO has room, every PE is done with a bank) are
+// each at its own pace, into two banks -> drain (requantize) -> K serializers into the output
+// channel, or dense beats for the model's last layer. Vector v fills bank v mod 2 while the drain
+// empties the other one. Wide flags (every PE FIFO has room, every PE is done with a bank) are
 // registered ANDs (fg_all); the drain issues an address only when every output FIFO has room for
 // all the words in flight.
 module fg_stage #(
     parameter integer S = 1,            // sub-channels of the input channel
     parameter integer K = 1,            // issue units; also the sub-channels of the output channel
     parameter integer P = 1,
-    parameter integer R = 1,            // the drain's lanes: P, or a power of two that divides P
-    parameter integer G = 1,            // lanes per output group: R / K
+    parameter integer G = 1,            // PEs per output group: P / K
     parameter integer GB = 1,           // max(1, log2(G))
-    parameter integer RB = 0,           // log2(R)
+    parameter integer PB = 0,           // log2(P)
     parameter integer COUNT_W = 1,      // bits holding 0..G
     parameter integer IN_IDX_W = 1,
     parameter integer OUT_IDX_W = 1,
@@ -27,8 +23,6 @@ module fg_stage #(
     parameter integer N_OUT = 1,
     parameter integer ADDRESSES = 1,
     parameter integer LOCAL_W = 1,
-    parameter integer STEPS = 1,        // the drain's steps: ceil(N_OUT / R)
-    parameter integer STEP_W = 1,
     parameter integer BEATS = 1,
     parameter integer START_W = 1,
     parameter integer CNT_W = 1,
@@ -53,7 +47,7 @@ module fg_stage #(
     parameter integer ITEM_SLACK = 3,    // the merger's decide register and the flag's own register
     parameter integer ROW_FIFO_DEPTH = 8,
     parameter integer WORD_FIFO_DEPTH = 32,
-    parameter integer DRAIN_SLACK = 12,  // words in flight: up to eight to y, two word registers, the end word, the flag's register
+    parameter integer DRAIN_SLACK = 12,  // words in flight: six to y, two word registers, the end word, the flag's register
     parameter ROWS_FILE = "",
     parameter WEIGHTS_FILE = "",
     parameter BIAS_FILE = "",
@@ -85,7 +79,7 @@ module fg_stage #(
     /* verilator lint_off UNUSEDSIGNAL */
     input  wire [K-1:0]             out_room,       // registered, slack for the serializers' register (unused: dense)
     /* verilator lint_on UNUSEDSIGNAL */
-    output reg  [R*VALUE_W-1:0]     dense_data,
+    output reg  [P*VALUE_W-1:0]     dense_data,
     output reg                      dense_last,
     output reg                      dense_valid,
     input  wire                     dense_room,     // registered, DRAIN_SLACK free
@@ -102,20 +96,12 @@ module fg_stage #(
     localparam integer BEAT_AW = (BEATS > 1) ? $clog2(BEATS) : 1;
     localparam integer ROW_W = START_W + CNT_W;
     localparam integer ROM_COPIES = (K + 1) / 2;   // a block RAM has two ports
-    localparam integer WORD_W = 1 + STEP_W + COUNT_W + G + G * VALUE_W;
-    localparam integer BLOCKS = P / R;  // drain steps per local address
-    localparam integer BLOCK_W = (BLOCKS > 1) ? $clog2(BLOCKS) : 1;
-    // the PEs' sums come 2 cycles after the drain's read (3 with stacked banks, read in the MAC
-    // pipeline's slot); a lane's multiplexer among blocks registers them once more
-    localparam integer SUM_LATENCY = 2 + STACKED;
-    localparam integer MUXED = (BLOCKS > 1) ? 1 : 0;
-    // step decided -> the read -> the sums -> (the lanes' multiplexer) -> the requantizer's 3 -> y
-    localparam integer DRAIN_LATENCY = 1 + SUM_LATENCY + MUXED + 3;
-    localparam [31:0] LAST_STEP32 = STEPS - 1;
-    localparam [STEP_W-1:0] LAST_STEP = LAST_STEP32[STEP_W-1:0];
-    localparam [31:0] LAST_BLOCK32 = BLOCKS - 1;
-    localparam [BLOCK_W-1:0] LAST_BLOCK = LAST_BLOCK32[BLOCK_W-1:0];
-    localparam integer LAST_OUTPUTS = N_OUT - (STEPS - 1) * R;  // real outputs at the last step
+    localparam integer WORD_W = 1 + LOCAL_W + COUNT_W + G + G * VALUE_W;
+    // address decided -> y at the PEs; stacked banks read a cycle later, in the MAC pipeline's slot
+    localparam integer DRAIN_LATENCY = 6 + STACKED;
+    localparam [31:0] LAST_ADDRESS32 = ADDRESSES - 1;
+    localparam [LOCAL_W-1:0] LAST_ADDRESS = LAST_ADDRESS32[LOCAL_W-1:0];
+    localparam integer LAST_OUTPUTS = N_OUT - (ADDRESSES - 1) * P;  // real outputs at the last address
     localparam [31:0] SHIFT32 = SHIFT;
     localparam [31:0] LO32 = LO;
     localparam [31:0] HI32 = HI;
@@ -241,9 +227,8 @@ module fg_stage #(
     // ---- PEs -------------------------------------------------------------------------------------------
     wire [2*P-1:0] pe_done;             // PE p's bank b at p*2 + b
     wire [P-1:0] pe_busy;
-    wire [P*SUM_W-1:0] pe_sum;
-    reg drain_read;                     // the drain reads a step (the bias ROM's read)
-    reg [BLOCKS-1:0] block_read;        // ... of block b's PEs
+    wire [P*VALUE_W-1:0] y;
+    reg drain_read;
     reg drain_bank;
     reg [LOCAL_W-1:0] drain_addr;
     reg [1:0] drained;
@@ -256,6 +241,7 @@ module fg_stage #(
                 assign in_entry[u*ENTRY_W +: ENTRY_W] = entry[(u*P + p)*ENTRY_W +: ENTRY_W];
                 assign in_write[u] = entry_write[u*P + p];
             end
+            wire [SUM_W-1:0] sum;
             fg_pe #(
                 .K(K), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .CB_W(CB_W), .CODEBOOK(CODEBOOK),
                 .SUM_W(SUM_W), .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT),
@@ -266,8 +252,13 @@ module fg_stage #(
                 .clk(clk), .rst(rst), .ready(pe_ready[p]),
                 .in_entry(in_entry), .in_write(in_write), .in_room(pe_room[p*K +: K]),
                 .done(pe_done[p*2 +: 2]), .drained(drained), .busy(pe_busy[p]),
-                .drain_read(block_read[p / R]), .drain_bank(drain_bank), .drain_addr(drain_addr),
-                .sum(pe_sum[p*SUM_W +: SUM_W])
+                .drain_read(drain_read), .drain_bank(drain_bank), .drain_addr(drain_addr), .sum(sum)
+            );
+            fg_requantize #(
+                .W_BITS(W_BITS), .ACC_W(ACC_W), .SUM_W(SUM_W), .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT), .SHIFT_W(6)
+            ) u_requantize (
+                .clk(clk), .sum(sum), .bias(bias_row[p*ACC_W +: ACC_W]), .cfg_shift(SHIFT32[5:0]),
+                .cfg_lo(LO32[VALUE_W-1:0]), .cfg_hi(HI32[VALUE_W-1:0]), .y(y[p*VALUE_W +: VALUE_W])
             );
         end
     endgenerate
@@ -288,28 +279,21 @@ module fg_stage #(
     wire [K-1:0] word_room;
     wire room = DENSE != 0 ? dense_room : &word_room;
     reg draining;                       // a bank is being drained
-    reg issuing;                        // ... and steps are left to read
-    reg [STEP_W-1:0] next_step;
-    reg [LOCAL_W-1:0] next_addr;        // the step's local address
-    reg [BLOCK_W-1:0] next_block;       // ... and block
+    reg issuing;                        // ... and addresses are left to read
+    reg [LOCAL_W-1:0] next_addr;
     wire bank = drained_vectors[0];
     wire issue = issuing && room;
     wire finish;                        // the bank's last output (or end word) is written now
-    // step decided (issue) -> read -> y, with the step, its block and its being the last
+    // address decided (issue) -> broadcast -> y, with the address and its being the last
     reg [DRAIN_LATENCY-1:0] in_flight;
     reg [DRAIN_LATENCY-1:0] flight_last;
-    reg [DRAIN_LATENCY*STEP_W-1:0] flight_step;
-    reg [(SUM_LATENCY+1)*BLOCK_W-1:0] flight_block;  // as far as the PEs' sums
+    reg [DRAIN_LATENCY*LOCAL_W-1:0] flight_addr;
     wire y_valid = in_flight[DRAIN_LATENCY-1];
     wire y_last = flight_last[DRAIN_LATENCY-1];
-    wire [STEP_W-1:0] y_step = flight_step[(DRAIN_LATENCY-1)*STEP_W +: STEP_W];
-    /* verilator lint_off UNUSEDSIGNAL */
-    wire [BLOCK_W-1:0] sum_block = flight_block[SUM_LATENCY*BLOCK_W +: BLOCK_W];  // the PEs' sums now (unused: one block)
-    /* verilator lint_on UNUSEDSIGNAL */
+    wire [LOCAL_W-1:0] y_addr = flight_addr[(DRAIN_LATENCY-1)*LOCAL_W +: LOCAL_W];
 
-    // A bias table of one row is a constant: synthesis keeps no ROM. Its row meets the sums at the
-    // PEs' outputs: read when the PEs read their bank, a cycle after the drain's read with stacked
-    // banks.
+    // A bias table of one row is a constant: synthesis keeps no ROM. Its row meets the sum at the
+    // PEs: read when the PEs read their bank, a cycle after the drain's read with stacked banks.
     localparam integer BIAS_AW = (BIAS_ROWS > 1) ? LOCAL_W : 1;
     wire [BIAS_AW-1:0] bias_index = (BIAS_ROWS > 1) ? drain_addr[BIAS_AW-1:0] : {BIAS_AW{1'b0}};
     reg bias_read;
@@ -337,31 +321,21 @@ module fg_stage #(
             draining <= 1'b0;
             issuing <= 1'b0;
             drain_read <= 1'b0;
-            block_read <= {BLOCKS{1'b0}};
             drained <= 2'b00;
             in_flight <= {DRAIN_LATENCY{1'b0}};
         end else begin
             drain_read <= issue;
-            block_read <= issue ? {{(BLOCKS - 1){1'b0}}, 1'b1} << next_block : {BLOCKS{1'b0}};
             drained <= 2'b00;
             in_flight <= {in_flight[DRAIN_LATENCY-2:0], issue};
             if (!draining) begin
                 if (bank ? whole1 : whole0) begin
                     draining <= 1'b1;
                     issuing <= 1'b1;
-                    next_step <= {STEP_W{1'b0}};
                     next_addr <= {LOCAL_W{1'b0}};
-                    next_block <= {BLOCK_W{1'b0}};
                 end
             end else if (issue) begin
-                next_step <= next_step + 1'b1;
-                if (next_block == LAST_BLOCK) begin
-                    next_block <= {BLOCK_W{1'b0}};
-                    next_addr <= next_addr + 1'b1;
-                end else begin
-                    next_block <= next_block + 1'b1;
-                end
-                if (next_step == LAST_STEP) issuing <= 1'b0;
+                next_addr <= next_addr + 1'b1;
+                if (next_addr == LAST_ADDRESS) issuing <= 1'b0;
             end
             if (finish) begin
                 draining <= 1'b0;
@@ -371,63 +345,26 @@ module fg_stage #(
         end
         drain_bank <= bank;
         drain_addr <= next_addr;
-        flight_last <= {flight_last[DRAIN_LATENCY-2:0], issue && next_step == LAST_STEP};
-        flight_step <= {flight_step[(DRAIN_LATENCY-1)*STEP_W-1:0], next_step};
-        flight_block <= {flight_block[SUM_LATENCY*BLOCK_W-1:0], next_block};
+        flight_last <= {flight_last[DRAIN_LATENCY-2:0], issue && next_addr == LAST_ADDRESS};
+        flight_addr <= {flight_addr[(DRAIN_LATENCY-1)*LOCAL_W-1:0], next_addr};
     end
 
-    // The lanes: lane j requantizes PE j + R * b of the block b being drained, its sum and its bias
-    // chosen (and registered) when there are several blocks. A PE outside the block read this step
-    // holds no sum of it, so the multiplexer is the only logic the PEs share.
-    wire [R*VALUE_W-1:0] y;
-    genvar j;
+    // Outputs that exist: all of them but at the last address, where only LAST_OUTPUTS do.
+    wire [P-1:0] exists;
     generate
-        for (j = 0; j < R; j = j + 1) begin : g_lane
-            reg [SUM_W-1:0] lane_sum;
-            reg [ACC_W-1:0] lane_bias;
-            if (BLOCKS > 1) begin : g_chosen
-                integer q;
-                always @(posedge clk) begin
-                    lane_sum <= pe_sum[j*SUM_W +: SUM_W];
-                    lane_bias <= bias_row[j*ACC_W +: ACC_W];
-                    for (q = 1; q < BLOCKS; q = q + 1) begin
-                        if (sum_block == q[BLOCK_W-1:0]) begin
-                            lane_sum <= pe_sum[(j + R*q)*SUM_W +: SUM_W];
-                            lane_bias <= bias_row[(j + R*q)*ACC_W +: ACC_W];
-                        end
-                    end
-                end
-            end else begin : g_direct
-                always @(*) begin
-                    lane_sum = pe_sum[j*SUM_W +: SUM_W];
-                    lane_bias = bias_row[j*ACC_W +: ACC_W];
-                end
-            end
-            fg_requantize #(
-                .W_BITS(W_BITS), .ACC_W(ACC_W), .SUM_W(SUM_W), .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT), .SHIFT_W(6)
-            ) u_requantize (
-                .clk(clk), .sum(lane_sum), .bias(lane_bias), .cfg_shift(SHIFT32[5:0]), .cfg_lo(LO32[VALUE_W-1:0]),
-                .cfg_hi(HI32[VALUE_W-1:0]), .y(y[j*VALUE_W +: VALUE_W])
-            );
-        end
-    endgenerate
-
-    // Outputs that exist: all of them but at the last step, where only LAST_OUTPUTS do.
-    wire [R-1:0] exists;
-    generate
-        for (j = 0; j < R; j = j + 1) begin : g_exists
-            assign exists[j] = (y_step != LAST_STEP) || (j < LAST_OUTPUTS);
+        for (p = 0; p < P; p = p + 1) begin : g_exists
+            assign exists[p] = (y_addr != LAST_ADDRESS) || (p < LAST_OUTPUTS);
         end
     endgenerate
 
     generate
         if (DENSE != 0) begin : g_dense
-            // The model's last layer: a beat of R values per step, zeros past the last output.
+            // The model's last layer: a beat of P values per address, zeros past the last output.
             integer q;
             always @(posedge clk) begin
                 dense_valid <= !rst && y_valid;
                 dense_last <= y_last;
-                for (q = 0; q < R; q = q + 1) begin
+                for (q = 0; q < P; q = q + 1) begin
                     dense_data[q*VALUE_W +: VALUE_W] <= exists[q] ? y[q*VALUE_W +: VALUE_W] : {VALUE_W{1'b0}};
                 end
             end
@@ -437,24 +374,24 @@ module fg_stage #(
             assign out_valid = {K{1'b0}};
         end else begin : g_sparse
             // W1: the values and which are nonzero outputs; W2: per group the count of them too;
-            // then into the group's word FIFO {end, step, count, mask, values}; after the last
-            // step's words, an end word.
+            // then into the group's word FIFO {end, address, count, mask, values}; after the last
+            // address's words, an end word.
             reg w1_valid, w1_last, w2_valid, w2_last, end_word;
-            reg [STEP_W-1:0] w1_step, w2_step;
-            reg [R-1:0] w1_mask, w2_mask;
-            reg [R*VALUE_W-1:0] w1_values, w2_values;
+            reg [LOCAL_W-1:0] w1_addr, w2_addr;
+            reg [P-1:0] w1_mask, w2_mask;
+            reg [P*VALUE_W-1:0] w1_values, w2_values;
             integer q;
             always @(posedge clk) begin
                 w1_valid <= !rst && y_valid;
                 w1_last <= y_last;
-                w1_step <= y_step;
+                w1_addr <= y_addr;
                 w1_values <= y;
-                for (q = 0; q < R; q = q + 1) begin
+                for (q = 0; q < P; q = q + 1) begin
                     w1_mask[q] <= exists[q] && y[q*VALUE_W +: VALUE_W] != {VALUE_W{1'b0}};
                 end
                 w2_valid <= !rst && w1_valid;
                 w2_last <= w1_last;
-                w2_step <= w1_step;
+                w2_addr <= w1_addr;
                 w2_mask <= w1_mask;
                 w2_values <= w1_values;
                 end_word <= !rst && w2_valid && w2_last;
@@ -463,7 +400,7 @@ module fg_stage #(
             always @(posedge clk) begin
                 dense_valid <= 1'b0;
                 dense_last <= 1'b0;
-                dense_data <= {(R * VALUE_W){1'b0}};
+                dense_data <= {(P * VALUE_W){1'b0}};
             end
             for (c = 0; c < K; c = c + 1) begin : g_group
                 reg [COUNT_W-1:0] count, w2_count;
@@ -474,7 +411,7 @@ module fg_stage #(
                 end
                 always @(posedge clk) w2_count <= count;
                 wire [WORD_W-1:0] word = end_word ? {1'b1, {(WORD_W - 1){1'b0}}}
-                    : {1'b0, w2_step, w2_count, w2_mask[c*G +: G], w2_values[c*G*VALUE_W +: G*VALUE_W]};
+                    : {1'b0, w2_addr, w2_count, w2_mask[c*G +: G], w2_values[c*G*VALUE_W +: G*VALUE_W]};
                 wire [WORD_W-1:0] head;
                 wire head_valid, head_pop;
                 /* verilator lint_off PINCONNECTEMPTY */
@@ -486,7 +423,7 @@ module fg_stage #(
                 );
                 /* verilator lint_on PINCONNECTEMPTY */
                 fg_serializer #(
-                    .G(G), .GB(GB), .COUNT_W(COUNT_W), .BASE_W(STEP_W), .OFFSET(c * G), .STRIDE_W(RB),
+                    .G(G), .GB(GB), .COUNT_W(COUNT_W), .BASE_W(LOCAL_W), .OFFSET(c * G), .STRIDE_W(PB),
                     .IDX_W(OUT_IDX_W)
                 ) u_serializer (
                     .clk(clk), .rst(rst),
