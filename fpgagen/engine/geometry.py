@@ -363,9 +363,9 @@ def stacked_banks(addresses: int, acc_bits: int) -> bool:
 def single_cycle(addresses: int, acc_bits: int, encoding: Encoding) -> bool:
     """Whether a PE's read-modify-write takes one cycle, with nothing to forward (docs/engine.md,
     "Processing elements"): when its banks, words of the sum and a valid bit, are LUT RAM, which
-    reads without a clock, and it has no multiplier. Where it multiplies, the adder each bank then needs costs more LUTs than the
-    pipeline's forwarding (Yosys: the test MLPs dataflow_only and sequential_only +7% and +10%
-    LUTs), so that PE keeps the pipeline."""
+    reads without a clock, and it has no multiplier. A PE that multiplies keeps the pipeline: the
+    first one-cycle PE, an adder a bank, took more LUTs there than the forwarding (Yosys: the test
+    MLPs dataflow_only and sequential_only +7% and +10%); the one-adder PE is not measured there."""
     return memory_kind(addresses, acc_bits + 1) == LUTRAM and not encoding.multiplies
 
 
