@@ -1,15 +1,15 @@
 """The cost model's resource estimates against Yosys synthesis (`synth_xilinx -family xcup`).
 
 Synthesizes twelve designs (3 layers of Graph Challenge 1024 all-dataflow with 8, 16 and 64 PEs
-(the last with drains of 16 lanes) and all-sequential with 16 at w8a16, all-dataflow with 16 PEs at w4a8 and w16a16: the dataflow ones
+and all-sequential with 16 at w8a16, all-dataflow with 16 PEs at w4a8 and w16a16: the dataflow ones
 positions only, every weight being alike; the six pruned MLPs of the tests that mix the modes, lane
 counts, precisions, w4a8 to w16a16, and weight encodings),
 prints estimate / Yosys per resource, and refits the logic constants of
 fpgagen/schedule/cost_model.py (`engine_logic`: per PE and accumulator bit, per PE and entry bit,
 per fed PE and slot bit, per issue unit, per stage) by non-negative least squares relative to each
 design's total, printing the ratios the fitted constants would give, so a change to the RTL can be
-followed by a recalibration. Writes bench/results/resources.json. Takes about 25 minutes; Yosys's
-counts are kept by a hash of the RTL (bench/work/resources/yosys.json), so a re-run after a change
+followed by a recalibration. Writes bench/results/resources.json. Takes about an hour (the 64-PE
+design alone 15-30 minutes); Yosys's counts are kept by a hash of the RTL (bench/work/resources/yosys.json), so a re-run after a change
 to the cost model alone, which leaves the RTL byte-identical, synthesizes nothing again.
 
 Graph Challenge weights all have one value, so Yosys drops the constant columns of their ROMs:

@@ -21,7 +21,7 @@ LIB = Path(__file__).resolve().parent.parent / "templates" / "rtl" / "lib"
 # tests/test_rtl_synthesis.py and bench/bench_resources.py synthesize
 STACKED_PE = {"ADDRESSES": 150, "LOCAL_W": 8, "SUM_W": 24, "ACC_STYLE": "block"}
 # A PE as a Graph Challenge 1024 stage builds it at P = 64: positions only (weight 2^-4), two units,
-# 16 addresses of 22-bit sums in LUT RAM (its sums go to the stage's drain lanes).
+# 16 addresses of 22-bit sums in LUT RAM (its sums go to the stage's requantizer).
 SINGLE_CYCLE_PE_BITS = 22
 SINGLE_CYCLE_PE = """module gc_pe #(parameter integer SINGLE_CYCLE = 0) (
     input wire clk, input wire rst, output wire ready,

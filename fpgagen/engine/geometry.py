@@ -519,8 +519,13 @@ class SequentialShape:
             priced,
             multipliers=self.pes if self.encoding.multiplies else 0,
             channels=self.channels,
-            single_cycle=single_cycle(self.addresses, self.sum_bits, self.encoding),
+            single_cycle=self.single_cycle,
         )
+
+    @property
+    def single_cycle(self) -> bool:
+        """The PEs' read-modify-write takes one cycle (`single_cycle`)."""
+        return single_cycle(self.addresses, self.sum_bits, self.encoding)
 
     @cached_property  # asked for hundreds of thousands of times by the scheduler's runs
     def encoding(self) -> Encoding:
@@ -675,7 +680,7 @@ def sequential_memories(stage: SequentialShape, output: Output, uram: bool) -> l
             stage.local_bits,
             stage.encoding.weight_bits,
             stage.sum_bits,
-            single=stage.logic().single_cycle,
+            single=stage.single_cycle,
         ),
     ]
     groups = Groups(pes, 1, stage.local_bits)
