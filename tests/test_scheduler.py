@@ -230,7 +230,8 @@ def test_the_least_latency_stays_exact_when_the_resource_table_is_coarsened(
 def test_a_tight_budget_mixes_dataflow_and_sequential_stages_and_beats_both():
     model = random_chain([64, 24, 48, 10, 6, 20], 4)
     activity = Activity.uniform(model, 0.6)
-    tight = _budget(CostModel(model, U280, activity), 0.3, channels=1)
+    # (at 0.3 of it a dataflow stage of 24 PEs fits, and the design is all dataflow)
+    tight = _budget(CostModel(model, U280, activity), 0.25, channels=1)
     auto = schedule(model, tight, activity=activity).schedule
     assert {stage.mode for stage in auto.stages} == {DATAFLOW, SEQUENTIAL}
     for policy in (DATAFLOW, SEQUENTIAL):

@@ -254,6 +254,11 @@ class Groups:
         return bits_for(self.size)
 
     @property
+    def position_bits(self) -> int:
+        """Bits of a value's position in its group: 0 .. size - 1."""
+        return bits_for(self.size - 1)
+
+    @property
     def word_bits(self) -> int:
         """A word {end, base, count, mask, values}."""
         return 1 + self.base_bits + self.count_bits + self.size + self.size * VALUE_BITS

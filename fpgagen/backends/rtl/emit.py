@@ -112,7 +112,7 @@ def _out_index_bits(stage: StagePlan) -> int:
 
 def _group_parameters(groups: Groups) -> list[tuple[str, int]]:
     """A word's groups as the serializers take them (fpgagen.engine.geometry.Groups)."""
-    return [("G", groups.size), ("GB", max(1, log2(groups.size))), ("COUNT_W", groups.count_bits)]
+    return [("G", groups.size), ("GB", groups.position_bits), ("COUNT_W", groups.count_bits)]
 
 
 def _loader(plan: EnginePlan) -> dict | None:
@@ -129,7 +129,7 @@ def _loader(plan: EnginePlan) -> dict | None:
 def _reader(plan: EnginePlan) -> dict:
     groups = plan.reader_groups
     parameters = [
-        ("LANES", plan.lanes), ("LB", log2(plan.lanes)), ("S", groups.count), *_group_parameters(groups),
+        ("LANES", plan.lanes), ("S", groups.count), *_group_parameters(groups),
         ("N_IN", plan.model.in_features), ("BEAT_W", groups.base_bits), ("IDX_W", plan.channels[0].index_bits),
         ("WORD_FIFO_DEPTH", READER_WORD_DEPTH),
         ("WORD_FIFO_STYLE", style(_role(plan.reader_memories, ("input words",)))),
@@ -196,7 +196,7 @@ def _dataflow_stage(stage: StagePlan, memories: Path, load_bits: int) -> dict:
     groups = stage.groups
     parameters = [
         ("S", stage.input.subs), ("K", stage.units), ("P", stage.pes),
-        *_group_parameters(groups), ("PB", log2(stage.pes)),
+        *_group_parameters(groups),
         ("IN_IDX_W", stage.input.index_bits), ("OUT_IDX_W", _out_index_bits(stage)),
         ("N_IN", layer.shape.n_in), ("N_OUT", layer.shape.n_out), ("ADDRESSES", stage.addresses),
         ("LOCAL_W", stage.local_bits), ("BEATS", layer.shape.rom_beats),
@@ -226,7 +226,7 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
     groups = stage.groups
     parameters = [
         ("S", stage.input.subs), ("P", stage.pes), ("PB", log2(stage.pes)),
-        ("GB", max(1, log2(groups.size))), ("COUNT_W", groups.count_bits), ("LAYERS", len(stage.layers)),
+        ("GB", groups.position_bits), ("COUNT_W", groups.count_bits), ("LAYERS", len(stage.layers)),
         ("IN_IDX_W", stage.input.index_bits), ("LOOP_IDX_W", loop.index_bits if loop else 1),
         ("OUT_IDX_W", _out_index_bits(stage)),
         ("ADDRESSES", stage.addresses), ("LOCAL_W", stage.local_bits), ("ROWS", stage.rows),

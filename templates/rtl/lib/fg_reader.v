@@ -5,7 +5,6 @@
 // last beat is followed by one cycle without a beat, for the end words.
 module fg_reader #(
     parameter integer LANES = 1,        // values per beat
-    parameter integer LB = 0,           // log2(LANES)
     parameter integer S = 1,            // sub-channels
     parameter integer G = 1,            // values per group: LANES / S
     parameter integer GB = 1,           // max(1, log2(G))
@@ -96,7 +95,7 @@ module fg_reader #(
             );
             /* verilator lint_on PINCONNECTEMPTY */
             fg_serializer #(
-                .G(G), .GB(GB), .COUNT_W(COUNT_W), .BASE_W(BEAT_W), .OFFSET(s * G), .STRIDE_W(LB), .IDX_W(IDX_W)
+                .G(G), .GB(GB), .COUNT_W(COUNT_W), .BASE_W(BEAT_W), .OFFSET(s * G), .STRIDE(LANES), .IDX_W(IDX_W)
             ) u_serializer (
                 .clk(clk), .rst(rst),
                 .word(head), .word_valid(head_valid), .word_pop(head_pop),

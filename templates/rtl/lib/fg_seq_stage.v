@@ -654,7 +654,7 @@ module fg_seq_stage #(
             );
             /* verilator lint_on PINCONNECTEMPTY */
             fg_serializer #(
-                .G(P), .GB(GB), .COUNT_W(COUNT_W), .BASE_W(LOCAL_W), .OFFSET(0), .STRIDE_W(PB), .IDX_W(DR_IDX_W)
+                .G(P), .GB(GB), .COUNT_W(COUNT_W), .BASE_W(LOCAL_W), .OFFSET(0), .STRIDE(P), .IDX_W(DR_IDX_W)
             ) u_serializer (
                 .clk(clk), .rst(rst),
                 .word(head), .word_valid(head_valid), .word_pop(head_pop),

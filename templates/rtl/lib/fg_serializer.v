@@ -2,16 +2,18 @@
 // items {end, index, value}, one nonzero value per cycle, lowest first; a word without nonzero
 // values costs one cycle. A word {end, base, count, mask, values}: `mask` marks the nonzero
 // values, `count` how many there are (precomputed by the producer, so that the word's last item
-// is known without counting bits here); value i has index base * STRIDE + OFFSET + i, where
-// STRIDE is a power of two and OFFSET + G <= STRIDE, so the index is a concatenation. An end
-// word (end set) becomes one end item: the vector is over on this sub-channel.
+// is known without counting bits here); value i has index base * STRIDE + OFFSET + i, with
+// OFFSET + G <= STRIDE. When STRIDE is a power of two (an input beat, a sequential stage, most
+// dataflow stages) the index is a concatenation; otherwise (a dataflow stage of, say, 44 PEs) the
+// word's first index is computed as the word is taken, and each value's index is that plus its
+// position. An end word (end set) becomes one end item: the vector is over on this sub-channel.
 module fg_serializer #(
     parameter integer G = 1,            // values per word
     parameter integer GB = 1,           // bits of a value's position: max(1, log2(G))
     parameter integer COUNT_W = 1,      // bits of `count`: holds 0..G
     parameter integer BASE_W = 1,       // bits of `base`
     parameter integer OFFSET = 0,       // this group's first position in a word of STRIDE values
-    parameter integer STRIDE_W = 0,     // log2(STRIDE)
+    parameter integer STRIDE = 1,       // values a step of `base` covers: the PEs, or an input beat's values
     parameter integer IDX_W = 1         // index width of the items written
 ) (
     input  wire                     clk,
@@ -33,7 +35,9 @@ module fg_serializer #(
     // the word being serialized
     reg              held;
     reg              end_w;
-    reg [BASE_W-1:0] base_w;
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg [BASE_W-1:0] base_w;      // unused when the index is a sum: `first` takes the base instead
+    /* verilator lint_on UNUSEDSIGNAL */
     reg [COUNT_W-1:0] count;      // values still to emit
     reg [G-1:0]      pending;     // their positions
     reg [G-1:0]      sel;         // the lowest of them, one-hot: found a cycle ahead, so that no
@@ -64,17 +68,29 @@ module fg_serializer #(
     assign word_pop = word_valid && (!held || done);
 
     // The item's index: base, then this group's offset with the position in it.
+    localparam integer STRIDE_W = $clog2(STRIDE);
     localparam [31:0] OFFSET32 = OFFSET;
+    localparam [31:0] STRIDE32 = STRIDE;
+    localparam integer INDEX_W = BASE_W + STRIDE_W;  // holds (2^BASE_W - 1) * STRIDE + OFFSET + G - 1
     // Wider than IDX_W when the stage has more PEs than its layer outputs: the bits above are zero.
     /* verilator lint_off UNUSEDSIGNAL */
-    wire [BASE_W+STRIDE_W-1:0] index;
+    wire [INDEX_W-1:0] index;
     /* verilator lint_on UNUSEDSIGNAL */
     generate
-        if (STRIDE_W == 0) begin : g_base
+        if (STRIDE == 1) begin : g_base
             assign index = base_w;
-        end else begin : g_offset
+        end else if ((STRIDE & (STRIDE - 1)) == 0) begin : g_offset
             wire [STRIDE_W-1:0] low_bits = OFFSET32[STRIDE_W-1:0] | {{(STRIDE_W - GB){1'b0}}, position};
             assign index = {base_w, low_bits};
+        end else begin : g_sum
+            // base * STRIDE + OFFSET, registered as the word is taken: the multiply by a constant is
+            // a few adders that must not sit on the path to the item register
+            wire [BASE_W-1:0] next_base = word[G*VALUE_W + G + COUNT_W +: BASE_W];
+            reg [INDEX_W-1:0] first;
+            always @(posedge clk) begin
+                if (word_pop) first <= {{STRIDE_W{1'b0}}, next_base} * STRIDE32[INDEX_W-1:0] + OFFSET32[INDEX_W-1:0];
+            end
+            assign index = first + {{(INDEX_W - GB){1'b0}}, position};
         end
     endgenerate
 

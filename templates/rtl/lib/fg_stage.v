@@ -15,7 +15,6 @@ module fg_stage #(
     parameter integer P = 1,
     parameter integer G = 1,            // PEs per output group: P / K
     parameter integer GB = 1,           // max(1, log2(G))
-    parameter integer PB = 0,           // log2(P)
     parameter integer COUNT_W = 1,      // bits holding 0..G
     parameter integer IN_IDX_W = 1,
     parameter integer OUT_IDX_W = 1,
@@ -423,7 +422,7 @@ module fg_stage #(
                 );
                 /* verilator lint_on PINCONNECTEMPTY */
                 fg_serializer #(
-                    .G(G), .GB(GB), .COUNT_W(COUNT_W), .BASE_W(LOCAL_W), .OFFSET(c * G), .STRIDE_W(PB),
+                    .G(G), .GB(GB), .COUNT_W(COUNT_W), .BASE_W(LOCAL_W), .OFFSET(c * G), .STRIDE(P),
                     .IDX_W(OUT_IDX_W)
                 ) u_serializer (
                     .clk(clk), .rst(rst),
