@@ -124,12 +124,12 @@ MLPS = {
     # every nonzero of a layer alike: positions only, the PEs multiplying by 3 * 2^k, the drain
     # subtracting 2^k times the sum; the sequential stage's two layers share 0.375: its off-chip
     # slots are positions only too (8 bits on a 32-bit port), its PEs multiply by the constant; the
-    # second stage has 12 PEs, no power of two: its serializers add positions to a word's first index
+    # second stage has 24 PEs, no power of two: its serializers add positions to a word's first index
     "positions_only": (
         [40, 64, 48, 30, 10],
         [RELU, CLIP, RELU, NONE],
         "w8a16",
-        (df(0, 4, 2), df(1, 12, 4), seq((2, 3), 4)),
+        (df(0, 4, 2), df(1, 24, 4), seq((2, 3), 4)),
         16,
         (0.375, -0.125, 0.375, 0.375),
     ),
