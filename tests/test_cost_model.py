@@ -404,7 +404,7 @@ def test_the_issue_path_is_paid_for_the_pes_a_weight_can_reach():
     entry = 2 + 1 + 3 + 16
     dataflow = cost.logic(Stage(DATAFLOW, (0,), 8, BRAM, 1))
     assert dataflow == LogicShape(8, 5, 1, acc, entry, slot, 8, 8)
-    assert logic_counts(dataflow) == (8 * acc, 8 * entry, 5 * slot, 1, 1)
+    assert logic_counts(dataflow) == (8 * acc, 8 * entry, 5 * slot, 8 * 1, 1, 1)  # a FIFO per PE and unit
     memories = cost.dataflow_memories(0, 8, 1)
     assert cost.dataflow(0, 8, 1).resources == total(memories) + engine_logic(dataflow)
     assert engine_logic(dataflow).dsp == 8

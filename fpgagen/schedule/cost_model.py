@@ -93,12 +93,16 @@ L_LOOKUP = 6
 # that holds no output); per issue unit (row lookup, beat counter, the merger's port, a
 # serializer); per stage (control, drain registers, counters; the input reader counts as one).
 # Non-negative least-squares fits, relative to each design's total, to Yosys synth_xilinx over the
-# eleven designs of bench/bench_resources.py ("logic_fit" in bench/results/resources.json), rounded.
-PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 4.19, 11.17
-PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 1.21, 5.10
-FED_PE_LUT_PER_SLOT_BIT, FED_PE_FF_PER_SLOT_BIT = 11.07, 16.53
-UNIT_LUT, UNIT_FF = 507, 647
-STAGE_LUT, STAGE_FF = 0, 129  # the fit puts a stage's LUTs into its units
+# twelve designs of bench/bench_resources.py (its run of 2026-11-28: the first to include a design of
+# 64 PEs, GC 1024 x 3 at P = 64, which the constants before put at 0.70 of Yosys's LUTs; they had no
+# term for the K entry FIFOs of each PE, 36 LUTs and 61 FFs each of logic besides their LUT RAM),
+# rounded. In sample, estimate / Yosys is 0.89-1.10 in LUTs and 0.92-1.07 in FFs on the twelve.
+PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 3.37, 12.36
+PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 0.0, 0.0  # the fit puts them into PE_FIFO
+FED_PE_LUT_PER_SLOT_BIT, FED_PE_FF_PER_SLOT_BIT = 15.08, 12.30
+PE_FIFO_LUT, PE_FIFO_FF = 36.46, 60.53  # one entry FIFO's control, output register and its input to the PE's choice
+UNIT_LUT, UNIT_FF = 263, 168
+STAGE_LUT, STAGE_FF = 0, 833  # the fit puts a stage's LUTs into its units
 # Each memory channel of a sequential stage beyond its first: an AXI reader, and the channel's
 # own weight, request and load addresses (64-bit adders and registers). Not fitted: the difference
 # Yosys measures between the same stage on one and on two channels (bench_resources.py, "channel").
@@ -123,9 +127,9 @@ TANDEM_PASSES = 4
 # 682.2 (2 ahead), 639.0 (4 ahead), 721.7 (1 ahead); at P = 64, K = 4 (257 items), 512 items: 357.5,
 # modelled 348.9 (2 ahead)
 DEEP_CHANNEL_AHEAD = 2
-LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "issue unit", "stage")
-LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, UNIT_LUT, STAGE_LUT)
-FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, UNIT_FF, STAGE_FF)
+LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "PE x unit", "issue unit", "stage")
+LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, PE_FIFO_LUT, UNIT_LUT, STAGE_LUT)
+FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, PE_FIFO_FF, UNIT_FF, STAGE_FF)
 
 # How memories map to blocks (docs/cost-model.md, "Memories"), as synthesis maps them.
 LUTRAM_DEPTH = 64  # bits per LUT used as distributed RAM
@@ -230,6 +234,7 @@ def logic_counts(logic: LogicShape) -> tuple[int, ...]:
         logic.pes * logic.acc_bits,
         logic.pes * logic.entry_bits,
         logic.fed_pes * logic.slot_bits,
+        logic.pes * logic.units,  # an entry FIFO per issue unit at every PE
         logic.units,
         1,
     )
@@ -274,7 +279,7 @@ def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
     shape = replace(shape, single_cycle=not encoding.multiplies)
     fifo = lutram_luts(PE_FIFO_DEPTH, shape.entry_bits)
     banks = 2 * lutram_luts(1, shape.acc_bits)
-    per_pe = logic_counts(shape)[:3]
+    per_pe = logic_counts(shape)[:4]
     single = shape.acc_bits * SINGLE_CYCLE_LUT_PER_ACC_BIT if shape.single_cycle else 0
     return (
         sum(count * constant for count, constant in zip(per_pe, LUT_PER_TERM))
