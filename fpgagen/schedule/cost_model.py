@@ -614,6 +614,7 @@ class CostModel:
         self._placements: dict[tuple[int, int], Placement] = {}
         self._shapes: dict[tuple[int, int], LayerShape] = {}
         self._cycles: dict[tuple[int, int, str, int], LayerCycles] = {}
+        self._outputs: dict[tuple[int, int, int], np.ndarray] = {}  # shared by a layer's modes, slots, channels
         self.encodings = tuple(encoding_of(layer.numerics) for layer in model.layers)
         self.uram = board.has_free_uram  # loaded tables may go to UltraRAM
 
@@ -699,10 +700,14 @@ class CostModel:
         P / groups PEs, one a cycle (0 for the model's last layer, which drains dense beats)."""
         if self.is_last(index):
             return np.zeros(1)
-        placement = self.placement(index, pes)
-        address = np.arange(self.layers[index].out_features) // pes
-        group = placement.pe // (pes // groups)
-        return serializer_cycles(self.activity.inputs(index + 1), address, group, groups) + L_DRAIN + L_WORDS
+        key = (index, pes, groups)
+        if key not in self._outputs:
+            placement = self.placement(index, pes)
+            address = np.arange(self.layers[index].out_features) // pes
+            group = placement.pe // (pes // groups)
+            emitted = serializer_cycles(self.activity.inputs(index + 1), address, group, groups)
+            self._outputs[key] = emitted + L_DRAIN + L_WORDS
+        return self._outputs[key]
 
     def reader(self, lanes: int | None = None) -> ReaderCost:
         """The input reader: a beat of `lanes` values a cycle (by default the engine's choice), a
