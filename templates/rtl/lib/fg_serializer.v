@@ -4,7 +4,7 @@
 // values, `count` how many there are (precomputed by the producer, so that the word's last item
 // is known without counting bits here); value i has index base * STRIDE + OFFSET + i, with
 // OFFSET + G <= STRIDE. When STRIDE is a power of two (an input beat, a sequential stage, most
-// dataflow stages) the index is a concatenation; otherwise (a dataflow stage of, say, 44 PEs) the
+// dataflow stages) the index is a concatenation; otherwise (a dataflow stage of, say, 40 PEs) the
 // word's first index is computed as the word is taken, and each value's index is that plus its
 // position. An end word (end set) becomes one end item: the vector is over on this sub-channel.
 module fg_serializer #(
