@@ -6,10 +6,11 @@ positions only, every weight being alike; the six pruned MLPs of the tests that 
 counts, precisions, w4a8 to w16a16, and weight encodings),
 prints estimate / Yosys per resource, and refits the logic constants of
 fpgagen/schedule/cost_model.py (`engine_logic`: per PE and accumulator bit, per PE and entry bit,
-per fed PE and slot bit, per issue unit, per stage) by non-negative least squares relative to each
-design's total, printing the ratios the fitted constants would give, so a change to the RTL can be
-followed by a recalibration. Writes bench/results/resources.json. Takes about an hour (the 64-PE
-design alone 15-30 minutes); Yosys's counts are kept by a hash of the RTL (bench/work/resources/yosys.json), so a re-run after a change
+per fed PE and slot bit, per entry FIFO, per issue unit, per stage) by non-negative least squares
+relative to each design's total, printing the ratios the fitted constants would give, so a change to
+the RTL can be followed by a recalibration. Writes bench/results/resources.json. Takes over an hour
+without cached counts (1 h 46 min on 2026-11-28 with the machine busy, the 64-PE design about an
+hour of it); Yosys's counts are kept by a hash of the RTL (bench/work/resources/yosys.json), so a re-run after a change
 to the cost model alone, which leaves the RTL byte-identical, synthesizes nothing again.
 
 Graph Challenge weights all have one value, so Yosys drops the constant columns of their ROMs:

@@ -37,7 +37,7 @@ def gc_inputs(tmp_path_factory):
 
 
 # The default run measures a dataflow stage at P=8 (its PEs stack their banks: docs/engine.md) and a
-# sequential one at P=16; the other two combinations are slow.
+# sequential one at P=16; the other two combinations and dataflow at P=40 are slow.
 @pytest.mark.parametrize(
     ("mode", "pes"),
     [("dataflow", 8), ("sequential", 16),

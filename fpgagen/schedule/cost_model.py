@@ -279,7 +279,7 @@ def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
     shape = replace(shape, single_cycle=not encoding.multiplies)
     fifo = lutram_luts(PE_FIFO_DEPTH, shape.entry_bits)
     banks = 2 * lutram_luts(1, shape.acc_bits)
-    per_pe = logic_counts(shape)[:4]
+    per_pe = logic_counts(shape)[: LOGIC_TERMS.index("issue unit")]  # the terms that grow with P
     single = shape.acc_bits * SINGLE_CYCLE_LUT_PER_ACC_BIT if shape.single_cycle else 0
     return (
         sum(count * constant for count, constant in zip(per_pe, LUT_PER_TERM))
@@ -613,7 +613,7 @@ class CostModel:
         self.relabel = not model.relabelled if relabel is None else relabel
         self._placements: dict[tuple[int, int], Placement] = {}
         self._shapes: dict[tuple[int, int], LayerShape] = {}
-        self._cycles: dict[tuple[int, int, str, int], LayerCycles] = {}
+        self._cycles: dict[tuple[int, int, str, int, int, int], LayerCycles] = {}
         self._outputs: dict[tuple[int, int, int], np.ndarray] = {}  # shared by a layer's modes, slots, channels
         self.encodings = tuple(encoding_of(layer.numerics) for layer in model.layers)
         self.uram = board.has_free_uram  # loaded tables may go to UltraRAM
