@@ -350,7 +350,7 @@ def test_a_dataflow_stage_is_its_memories_and_its_engine():
     assert price(memories["bias"]) == Resources()
     assert (memories["accumulators"].count, memories["accumulators"].depth) == (4, 3)  # two banks a PE
     entries = memories["PE entries"]
-    assert (entries.count, entries.depth, entries.width) == (2 * 2, PE_FIFO_DEPTH, 2 + 2 + 3 + 16)
+    assert (entries.count, entries.depth, entries.width) == (2 * 2, PE_FIFO_DEPTH, 2 + 3 + 16)  # {local, index, x}
     # the next stage's channel: one sub-channel per unit, items {end, index 0..4, value}
     assert (memories["output items"].count, memories["output items"].depth, memories["output items"].width) == (
         2, CHANNEL_DEPTH, 1 + 3 + 16
@@ -401,7 +401,7 @@ def test_the_issue_path_is_paid_for_the_pes_a_weight_can_reach():
     # multipliers), as bench/bench_resources.py measures.
     cost = hand_cost()
     acc, slot = cost.shape(0, 8).acc_bits, 1 + 1 + 3  # one local address: a 1-bit field; a codebook index
-    entry = 2 + 1 + 3 + 16
+    entry = 1 + 3 + 16  # {local, index, x}
     dataflow = cost.logic(Stage(DATAFLOW, (0,), 8, BRAM, 1))
     assert dataflow == LogicShape(8, 5, 1, acc, entry, slot, 8, 8)
     assert logic_counts(dataflow) == (8 * acc, 8 * entry, 5 * slot, 8 * 1, 1, 1)  # a FIFO per PE and unit
@@ -422,7 +422,7 @@ def test_a_layer_whose_weights_are_alike_carries_positions_only():
     assert shape.encoding == Encoding(0, scale) and shape.encoding.scale_shift == scale.bit_length() - 1 > 0
     assert shape.sum_bits == shape.acc_bits - shape.encoding.scale_shift
     dataflow = cost.logic(Stage(DATAFLOW, (1,), 4, BRAM, 1))
-    assert dataflow == LogicShape(4, 2, 1, shape.sum_bits, 2 + 1 + 16, 1 + 1, 0, single_cycle=True)
+    assert dataflow == LogicShape(4, 2, 1, shape.sum_bits, 1 + 16, 1 + 1, 0, single_cycle=True)  # {local, x}
     memories = {m.role: m for m in cost.dataflow_memories(1, 4, 1)}
     assert memories["weights"].width == 4 * (1 + 1)
     # one-cycle PEs: a valid bit beside each word's sum
@@ -432,7 +432,7 @@ def test_a_layer_whose_weights_are_alike_carries_positions_only():
     # bits (the local field padded), every PE fed, no multiplier; its logic priced as with weights
     # (Yosys keeps the LUTs, bench/bench_resources.py).
     sequential = cost.logic(Stage(SEQUENTIAL, (1,), 4, OFFCHIP))
-    assert sequential == LogicShape(4, 4, 1, shape.acc_bits, 2 + 1 + 8 + 16, 1 + 1 + 8, 0, single_cycle=True)
+    assert sequential == LogicShape(4, 4, 1, shape.acc_bits, 1 + 8 + 16, 1 + 1 + 8, 0, single_cycle=True)
     assert cost.sequential_shape(1, 1, 4).slot == SlotWord(7, 0)
     assert {m.role: m for m in cost.sequential_memories(1, 1, 4)}["accumulators"].width == shape.sum_bits + 1
     # After layer a, whose weights differ, the stage's slots carry every weight, b's too; and it

@@ -142,8 +142,9 @@ def offchip_slot(local_bits: int, weight_bits: int) -> SlotWord:
 
 
 def entry_bits(local_bits: int, weight_bits: int) -> int:
-    """An entry of a PE's FIFO: {end, bank, local address, weight, activation}."""
-    return 2 + local_bits + weight_bits + VALUE_BITS
+    """An entry of a PE's FIFO: {local address, weight, activation}. An activation of zero marks an
+    end entry (only nonzero ones are issued), and the PE knows each FIFO's bank (fg_pe.v)."""
+    return local_bits + weight_bits + VALUE_BITS
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,14 @@
 // One processing element (docs/engine.md, "Processing elements"): it owns the outputs of one
 // column of the relabelled layer and works at its own pace. Each issue unit writes it entries
-// {end, bank, local, weight, x} through a FIFO of its own; the PE takes one entry per cycle from
-// the first FIFO that has one, multiplies, and adds into accumulator `local` of `bank`. Entries
-// are order-free (integer sums), so nothing but the FIFOs is shared with the other PEs.
+// {local, weight, x} through a FIFO of its own; the PE takes one entry per cycle from the first
+// FIFO that has one, multiplies, and adds into accumulator `local` of its bank. Entries are
+// order-free (integer sums), so nothing but the FIFOs is shared with the other PEs.
+//
+// An entry carries neither its bank nor an end flag (docs/engine.md, "Entries"): only nonzero
+// activations are issued, so x = 0 marks an end entry, and a unit's vectors alternate between the
+// banks, so each FIFO's bank is a bit of the PE's own that flips as an end entry leaves it. Two
+// bits fewer an entry: 21 instead of 23 bits for a Graph Challenge layer at 32 to 60 PEs, three
+// columns of LUT RAM a FIFO instead of four.
 //
 // With CB_W > 0 (a codebook, docs/engine.md "Weight encodings") an entry's W_BITS-bit field is an
 // index into CODEBOOK, the layer's weights as CB_W-bit constants, and the PE multiplies by the one it
@@ -72,7 +78,7 @@ module fg_pe #(
 );
     localparam integer VALUE_W = 16;  // activations travel as 16-bit values (docs/engine.md)
     localparam integer MULTIPLIER_W = (CB_W > 0) ? CB_W : W_BITS;  // what x is multiplied by
-    localparam integer ENTRY_W = 2 + LOCAL_W + W_BITS + VALUE_W;  // {end, bank, local, weight, x}
+    localparam integer ENTRY_W = LOCAL_W + W_BITS + VALUE_W;  // {local, weight, x}; x = 0: an end entry
     localparam integer SCALE_W = 32;    // SCALE as a signed parameter
     // x times its weight; x alone, or x times the constant SCALE, when positions only
     localparam integer PROD_W = (W_BITS > 0) ? VALUE_W + MULTIPLIER_W : (SCALE_SHIFT < 0) ? VALUE_W + SCALE_W : VALUE_W;
@@ -104,18 +110,27 @@ module fg_pe #(
         end
     endgenerate
 
+    reg [K-1:0] fifo_bank;              // the bank of FIFO k's head: flips as an end entry leaves
     integer k;
     reg [ENTRY_W-1:0] chosen;
+    reg chosen_bank;
     always @(*) begin
         take = {K{1'b0}};
         chosen = head[ENTRY_W-1:0];
+        chosen_bank = fifo_bank[0];
         for (k = K - 1; k >= 0; k = k - 1) begin
             if (head_valid[k] && open) begin
                 take = {K{1'b0}};
                 take[k] = 1'b1;
                 chosen = head[k*ENTRY_W +: ENTRY_W];
+                chosen_bank = fifo_bank[k];
             end
         end
+    end
+    wire chosen_end = chosen[VALUE_W-1:0] == {VALUE_W{1'b0}};
+    always @(posedge clk) begin
+        if (rst) fifo_bank <= {K{1'b0}};
+        else fifo_bank <= fifo_bank ^ (take & {K{chosen_end}});
     end
 
     // ---- MAC pipeline: E1 the entry, E2 its product --------------------------------------------------
@@ -157,9 +172,9 @@ module fg_pe #(
             e1_valid <= |take;
             e2_valid <= e1_valid;
         end
-        e1_end <= chosen[ENTRY_W-1];
-        e1_bank <= stacked_drain ? drain_bank : chosen[ENTRY_W-2];
-        e1_local <= stacked_drain ? drain_addr : chosen[ENTRY_W-3 -: LOCAL_W];
+        e1_end <= chosen_end;
+        e1_bank <= stacked_drain ? drain_bank : chosen_bank;
+        e1_local <= stacked_drain ? drain_addr : chosen[ENTRY_W-1 -: LOCAL_W];
         e1_x <= chosen[VALUE_W-1:0];
         e2_end <= e1_end;
         e2_bank <= e1_bank;

@@ -102,7 +102,7 @@ module fg_seq_stage #(
     localparam integer RD_ITEM_W = 1 + RD_IDX_W + VALUE_W;
     localparam integer DR_IDX_W = (LOOP_IDX_W > OUT_IDX_W) ? LOOP_IDX_W : OUT_IDX_W;
     localparam integer DR_ITEM_W = 1 + DR_IDX_W + VALUE_W;
-    localparam integer ENTRY_W = 2 + LOCAL_W + W_BITS + VALUE_W;
+    localparam integer ENTRY_W = LOCAL_W + W_BITS + VALUE_W;  // {local, weight, x} (fg_pe.v)
     localparam integer ROW_AW = (ROWS > 1) ? $clog2(ROWS) : 1;
     localparam integer BIAS_AW = (BIAS_ROWS > 1) ? $clog2(BIAS_ROWS) : 1;
     localparam integer LAYER_W = (LAYERS > 1) ? $clog2(LAYERS) : 1;
@@ -418,7 +418,8 @@ module fg_seq_stage #(
             // above its LOCAL_W bits: {local, weight} are the slot's low LOCAL_W + W_BITS bits
             // (W_BITS = 0: positions only)
             entry_write[q] <= !rst && (send_end || (r_fire && rdata[SLOT_W*q + SLOT_W - 1]));
-            entry[q*ENTRY_W +: ENTRY_W] <= {send_end, bank, rdata[SLOT_W*q +: LOCAL_W + W_BITS], act_x};
+            // an end entry's x is zero; every other x is a nonzero activation (fg_pe.v)
+            entry[q*ENTRY_W +: ENTRY_W] <= {rdata[SLOT_W*q +: LOCAL_W + W_BITS], send_end ? {VALUE_W{1'b0}} : act_x};
         end
     end
 

@@ -90,7 +90,7 @@ module fg_stage #(
     localparam integer IN_ITEM_W = 1 + IN_IDX_W + VALUE_W;
     localparam integer OUT_ITEM_W = 1 + OUT_IDX_W + VALUE_W;
     localparam integer SLOT_W = 1 + LOCAL_W + W_BITS;
-    localparam integer ENTRY_W = 2 + LOCAL_W + W_BITS + VALUE_W;
+    localparam integer ENTRY_W = LOCAL_W + W_BITS + VALUE_W;  // {local, weight, x} (fg_pe.v)
     localparam integer ROW_AW = (N_IN > 1) ? $clog2(N_IN) : 1;
     localparam integer BEAT_AW = (BEATS > 1) ? $clog2(BEATS) : 1;
     localparam integer ROW_W = START_W + CNT_W;

@@ -47,7 +47,7 @@ module fg_unit #(
 );
     localparam integer VALUE_W = 16;
     localparam integer ITEM_W = 1 + IDX_W + VALUE_W;
-    localparam integer ENTRY_W = 2 + LOCAL_W + W_BITS + VALUE_W;   // {end, bank, local, weight, x}
+    localparam integer ENTRY_W = LOCAL_W + W_BITS + VALUE_W;   // {local, weight, x}; x = 0: an end entry
     localparam integer ROW_W = 1 + START_W + CNT_W + VALUE_W;      // {end, start, beats, x}
     localparam integer LOOKUP_SLACK = 5;  // the pop, three lookup stages, the room flag's register
 
@@ -99,7 +99,6 @@ module fg_unit #(
     reg [CNT_W-1:0] rem;                // beats of the current row still to issue
     reg [VALUE_W-1:0] x;
     reg [1:0] vector;                   // the vector being issued, modulo 4
-    wire bank = vector[0];
     wire bank_free = (vector - drained_vectors) < 2'd2;
     wire go = ok && bank_free && run;
     wire rem_one = rem == {{(CNT_W-1){1'b0}}, 1'b1};
@@ -135,8 +134,8 @@ module fg_unit #(
     end
 
     // ---- beats to entries (the ROM's data comes two cycles after the address) ---------------------
-    reg b1_valid, b2_valid, b1_end, b2_end, b1_bank, b2_bank;
-    reg [VALUE_W-1:0] b1_x, b2_x;
+    reg b1_valid, b2_valid, b1_end, b2_end;
+    reg [VALUE_W-1:0] b1_x, b2_x;       // zero for an end entry: every other x is a nonzero activation
     always @(posedge clk) begin
         if (rst) begin
             b1_valid <= 1'b0;
@@ -146,19 +145,18 @@ module fg_unit #(
             b2_valid <= b1_valid;
         end
         b1_end <= issue_end;
-        b1_bank <= bank;
-        b1_x <= rem_none ? head_x : x;
+        b1_x <= issue_end ? {VALUE_W{1'b0}} : rem_none ? head_x : x;
         b2_end <= b1_end;
-        b2_bank <= b1_bank;
         b2_x <= b1_x;
     end
 
     integer p;
     always @(posedge clk) begin
         for (p = 0; p < P; p = p + 1) begin
-            // slot {valid, local, weight}; an end entry goes to every PE
+            // slot {valid, local, weight}; an end entry goes to every PE (its bank is the PE's to
+            // know: fg_pe.v)
             entry_write[p] <= !rst && b2_valid && (b2_end || beat_data[p*SLOT_W + SLOT_W - 1]);
-            entry[p*ENTRY_W +: ENTRY_W] <= {b2_end, b2_bank, beat_data[p*SLOT_W +: SLOT_W-1], b2_x};
+            entry[p*ENTRY_W +: ENTRY_W] <= {beat_data[p*SLOT_W +: SLOT_W-1], b2_x};
         end
     end
 endmodule
