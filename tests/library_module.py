@@ -25,7 +25,7 @@ STACKED_PE = {"ADDRESSES": 150, "LOCAL_W": 8, "SUM_W": 24, "ACC_STYLE": "block"}
 SINGLE_CYCLE_PE_BITS = 22
 SINGLE_CYCLE_PE = """module gc_pe #(parameter integer SINGLE_CYCLE = 0) (
     input wire clk, input wire rst, output wire ready,
-    input wire [2*22-1:0] in_entry, input wire [1:0] in_write, output wire [1:0] in_room,
+    input wire [2*20-1:0] in_entry, input wire [1:0] in_write, output wire [1:0] in_room,
     output wire [1:0] done, input wire [1:0] drained, output wire busy,
     input wire drain_read, input wire drain_bank, input wire [3:0] drain_addr, output wire [21:0] sum
 );

@@ -65,7 +65,7 @@ def issue_cycles(inputs: Inputs, row_cycles: np.ndarray, units: int) -> np.ndarr
 
 def pe_cycles(inputs: Inputs, counts: np.ndarray) -> np.ndarray:
     """Cycles of the busiest PE: one per entry it takes."""
-    return (inputs.rows @ counts).max(axis=1)
+    return (inputs.rows @ counts.astype(np.float64)).max(axis=1)  # BLAS: a product with bytes is not
 
 
 def serializer_cycles(values: Inputs, word: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:

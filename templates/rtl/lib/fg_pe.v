@@ -110,27 +110,34 @@ module fg_pe #(
         end
     endgenerate
 
+    // Each head's zero test runs beside the choice, not after it: after it, the path from a FIFO's
+    // valid flag to e1_end took 8 LUT levels at K = 4 (Yosys), above the engine's 6.
     reg [K-1:0] fifo_bank;              // the bank of FIFO k's head: flips as an end entry leaves
+    wire [K-1:0] head_end;              // FIFO k's head is an end entry
+    for (g = 0; g < K; g = g + 1) begin : g_end
+        assign head_end[g] = head[g*ENTRY_W +: VALUE_W] == {VALUE_W{1'b0}};
+    end
     integer k;
     reg [ENTRY_W-1:0] chosen;
-    reg chosen_bank;
+    reg chosen_bank, chosen_end;
     always @(*) begin
         take = {K{1'b0}};
         chosen = head[ENTRY_W-1:0];
         chosen_bank = fifo_bank[0];
+        chosen_end = head_end[0];
         for (k = K - 1; k >= 0; k = k - 1) begin
             if (head_valid[k] && open) begin
                 take = {K{1'b0}};
                 take[k] = 1'b1;
                 chosen = head[k*ENTRY_W +: ENTRY_W];
                 chosen_bank = fifo_bank[k];
+                chosen_end = head_end[k];
             end
         end
     end
-    wire chosen_end = chosen[VALUE_W-1:0] == {VALUE_W{1'b0}};
     always @(posedge clk) begin
         if (rst) fifo_bank <= {K{1'b0}};
-        else fifo_bank <= fifo_bank ^ (take & {K{chosen_end}});
+        else fifo_bank <= fifo_bank ^ (take & head_end);
     end
 
     // ---- MAC pipeline: E1 the entry, E2 its product --------------------------------------------------
