@@ -615,6 +615,7 @@ class CostModel:
         self._shapes: dict[tuple[int, int], LayerShape] = {}
         self._cycles: dict[tuple[int, int, str, int, int, int], LayerCycles] = {}
         self._outputs: dict[tuple[int, int, int], np.ndarray] = {}  # shared by a layer's modes, slots, channels
+        self._pe_busy: dict[tuple[int, int], np.ndarray] = {}  # shared by a dataflow layer's K
         self.encodings = tuple(encoding_of(layer.numerics) for layer in model.layers)
         self.uram = board.has_free_uram  # loaded tables may go to UltraRAM
 
@@ -665,7 +666,7 @@ class CostModel:
         output = self._output_per_vector(index, pes, units)
         if mode == DATAFLOW:
             issue = issue_cycles(inputs, placement.row_cycles, units)
-            pes_busy = pe_cycles(inputs, placement.counts)
+            pes_busy = self._busiest_pe(index, pes)
             shape = self.shape(index, pes)
             if shape.stacked:
                 # the drain of the vector before reads in slots of the MAC pipeline: a cycle an
@@ -694,6 +695,13 @@ class CostModel:
             return np.where(beats > 0, math.inf, 0.0)
         bandwidth = beats * (beat_bytes / (channels * self.board.bytes_per_cycle))
         return np.maximum(bandwidth, reads * (MEMORY_LATENCY / MAX_BURSTS))
+
+    def _busiest_pe(self, index: int, pes: int) -> np.ndarray:
+        """The busiest PE's entries per vector: computed once for the K issue units priced with it."""
+        key = (index, pes)
+        if key not in self._pe_busy:
+            self._pe_busy[key] = pe_cycles(self.activity.inputs(index), self.placement(index, pes).counts)
+        return self._pe_busy[key]
 
     def _output_per_vector(self, index: int, pes: int, groups: int) -> np.ndarray:
         """The drain's serializers per vector: each of `groups` emits the nonzero outputs of its

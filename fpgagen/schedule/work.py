@@ -48,7 +48,7 @@ def place(weights: sp.csr_array, pes: int, relabel: bool) -> Placement:
     pe = pe_of_outputs(weights, pes) if relabel else np.arange(n_out) % pes
     counts = lane_counts(weights, pes, pe)
     # The scheduler keeps a placement for every layer and P it prices: in the narrowest integers
-    # that hold them (a byte each for Graph Challenge, not eight: GC 16384 x 120 at 16 values of P
+    # that hold them (a byte each for Graph Challenge, not eight: GC 16384 x 120 at 18 values of P
     # would otherwise keep 8.6 GB of them)
     return Placement(pes, pe, counts.astype(np.min_scalar_type(counts.max(initial=0))))
 

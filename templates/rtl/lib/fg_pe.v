@@ -4,7 +4,7 @@
 // FIFO that has one, multiplies, and adds into accumulator `local` of its bank. Entries are
 // order-free (integer sums), so nothing but the FIFOs is shared with the other PEs.
 //
-// An entry carries neither its bank nor an end flag (docs/engine.md, "Entries"): only nonzero
+// An entry carries neither its bank nor an end flag (docs/engine.md, "Processing elements"): only nonzero
 // activations are issued, so x = 0 marks an end entry, and a unit's vectors alternate between the
 // banks, so each FIFO's bank is a bit of the PE's own that flips as an end entry leaves it. Two
 // bits fewer an entry: 21 instead of 23 bits for a Graph Challenge layer at 32 to 60 PEs, three

@@ -411,6 +411,8 @@ module fg_seq_stage #(
 
     reg [P*ENTRY_W-1:0] entry;
     reg [P-1:0] entry_write;
+    // an end entry's x is zero; every other x is a nonzero activation (fg_pe.v)
+    wire [VALUE_W-1:0] entry_x = send_end ? {VALUE_W{1'b0}} : act_x;
     integer q;
     always @(posedge clk) begin
         for (q = 0; q < P; q = q + 1) begin
@@ -418,8 +420,7 @@ module fg_seq_stage #(
             // above its LOCAL_W bits: {local, weight} are the slot's low LOCAL_W + W_BITS bits
             // (W_BITS = 0: positions only)
             entry_write[q] <= !rst && (send_end || (r_fire && rdata[SLOT_W*q + SLOT_W - 1]));
-            // an end entry's x is zero; every other x is a nonzero activation (fg_pe.v)
-            entry[q*ENTRY_W +: ENTRY_W] <= {rdata[SLOT_W*q +: LOCAL_W + W_BITS], send_end ? {VALUE_W{1'b0}} : act_x};
+            entry[q*ENTRY_W +: ENTRY_W] <= {rdata[SLOT_W*q +: LOCAL_W + W_BITS], entry_x};
         end
     end
 
