@@ -249,6 +249,29 @@ def test_the_least_latency_stays_exact_when_the_resource_table_is_coarsened(
         assert searched(estimate) == pytest.approx(expected[1], rel=1e-9), target.name
 
 
+def test_the_latency_search_ends_when_the_program_answers_above_its_best_design(monkeypatch):
+    """The latency program stops within a relative gap (LATENCY_GAP), so a wider search may answer
+    with a design worse than the best one already found; the search must then end with that best
+    one (it once asked the same program forever: Graph Challenge 4096 x 120 calibrated)."""
+    model = random_chain([64, 24, 48, 10, 6, 20], 4)
+    problem = scheduler.Candidates(CostModel(model, U280, Activity.uniform(model, 0.6)), "auto").problem()
+    searches = []
+    least_among = scheduler._least_latency_among
+
+    def above_the_limit(sub, binding):
+        design = least_among(sub, binding)
+        searches.append(design)
+        assert len(searches) < 50, "the latency search does not end"
+        # the first answer far above any limit, every later one further still
+        design.latency += 1e6 * (1 + min(len(searches), 2))
+        return design
+
+    monkeypatch.setattr(scheduler, "_least_latency_among", above_the_limit)
+    found = scheduler.least_latency(problem)
+    assert found.latency == searches[0].latency
+    assert len(searches) > 1
+
+
 def test_a_tight_budget_mixes_dataflow_and_sequential_stages_and_beats_both():
     model = random_chain([64, 24, 48, 10, 6, 20], 4)
     activity = Activity.uniform(model, 0.6)

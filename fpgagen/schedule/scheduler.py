@@ -600,7 +600,8 @@ def least_latency(problem: Problem) -> _Design | None:
     `cover_bounds`) is a floor for every design that contains c. So the designs of latency at
     most T use only candidates whose floor is at most T: the least latency over those alone is
     the least of all whenever it is at most T. T starts just above the least floor and rises in
-    growing steps, never above the best design found so far (at which the search is exact).
+    growing steps, never above the best design found so far; the search at that limit is the last
+    (exact up to the integer program's relative gap, LATENCY_GAP).
     """
     prices = problem.prices()
     if prices is None:
@@ -615,7 +616,8 @@ def least_latency(problem: Problem) -> _Design | None:
     best = None  # the least design found so far, above its limit
     margin = _MARGIN * abs(lowest) + _ABS_SLACK
     while True:
-        limit = lowest + margin if best is None else min(best.latency, lowest + margin)
+        capped = best is not None and lowest + margin >= best.latency
+        limit = best.latency if capped else lowest + margin
         keep = floor <= _loosen(limit)
         timed_out = len(problem.timed_out)
         design = _least_latency_among(problem.subset(keep), binding)
@@ -626,6 +628,10 @@ def least_latency(problem: Problem) -> _Design | None:
             if design.latency <= _loosen(limit):
                 return design
             best = design if best is None or design.latency < best.latency else best
+        if capped:
+            # Every candidate of a design that beats `best` was in this search; the program's
+            # relative gap (LATENCY_GAP) let it answer above `best`, and asking again would too.
+            return best
         if len(problem.timed_out) > timed_out and best is not None:
             return best  # a wider search would only run out of time again
         margin *= 4
