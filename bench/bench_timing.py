@@ -1,8 +1,9 @@
 """Logic depth (LUT levels per path) of the designs the scheduler produces, from Yosys netlists.
 
 Synthesizes, one design at a time (`fpgagen synth`'s `synth_xilinx -family xcup -flatten`), the
-3-layer Graph Challenge 1024 network compiled with `--schedule dataflow --pes 64`,
-`--schedule dataflow --pes 16` and `--schedule sequential --pes 16` (calibrated on stroke images),
+3-layer Graph Challenge 1024 network compiled with `--schedule dataflow` and `--pes 64`, 40 (the
+P of most of GC 1024 x 120's stages on the U280) and 16, and `--schedule sequential --pes 16`
+(calibrated on stroke images),
 and the pruned MLPs of the tests (tests/designs.py), and prints per design the worst path's LUT
 levels, its start and end with their Verilog source lines, its carry chain, the worst path per
 Verilog file, and the seconds of synthesis and of the analysis (fpgagen/timing.py; counting rules
@@ -41,7 +42,8 @@ from designs import MLPS, mlp_design
 
 RESULTS = HERE / "results" / "timing.json"
 TARGET_LEVELS = 6  # issue 10: timing-clean at the board clock
-GC_CONFIGS = [("dataflow", 64), ("dataflow", 16), ("sequential", 16)]
+# (policy, P); 40 is the P of most of GC 1024 x 120's stages on the U280
+GC_CONFIGS = [("dataflow", 64), ("dataflow", 40), ("dataflow", 16), ("sequential", 16)]
 
 
 def gc_design(work: Path, policy: str, pes: int) -> Path:
