@@ -111,11 +111,13 @@ def atomic_directory(
                 _swap_entries(target, work, replaceable, last)
         return
     created = _make_parents(target.parent)
-    work = Path(tempfile.mkdtemp(prefix=_prefix(target.name), suffix=".partial", dir=target.parent))
+    with _named(target):
+        work = Path(tempfile.mkdtemp(prefix=_prefix(target.name), suffix=".partial", dir=target.parent))
     work.chmod(0o777 & ~_umask())  # mkdtemp makes private folders; outputs get the usual mode
     try:
         yield work
-        os.replace(work, target)
+        with _named(target):
+            os.replace(work, target)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         _remove_empty(created)
@@ -124,7 +126,8 @@ def atomic_directory(
 
 @contextmanager
 def _work_inside(target: Path) -> Iterator[Path]:
-    work = Path(tempfile.mkdtemp(prefix=_prefix(), suffix=".partial", dir=target))
+    with _named(target):
+        work = Path(tempfile.mkdtemp(prefix=_prefix(), suffix=".partial", dir=target))
     work.chmod(0o777 & ~_umask())
     try:
         yield work
@@ -167,13 +170,15 @@ def atomic_file(target: Path) -> Iterator[Path]:
         raise FpgagenError(f"{target}: is a folder; give the name of a file to write")
     remove_leftovers(target.parent)
     created = _make_parents(target.parent)
-    handle, name = tempfile.mkstemp(prefix=_prefix(target.name), suffix=".partial", dir=target.parent)
+    with _named(target):
+        handle, name = tempfile.mkstemp(prefix=_prefix(target.name), suffix=".partial", dir=target.parent)
     os.close(handle)
     work = Path(name)
     work.chmod(0o666 & ~_umask())  # mkstemp makes private files; outputs get the usual mode
     try:
         yield work
-        os.replace(work, target)
+        with _named(target):
+            os.replace(work, target)
     except BaseException:
         work.unlink(missing_ok=True)
         _remove_empty(created)
@@ -189,8 +194,19 @@ def _make_parents(folder: Path) -> list[Path]:
     if not folder.is_dir():
         raise FpgagenError(f"{folder}: is a file, so nothing can be written below it")
     for path in reversed(missing):
-        path.mkdir()
+        with _named(path):
+            path.mkdir()
     return missing
+
+
+@contextmanager
+def _named(target: Path) -> Iterator[None]:
+    """An OSError of the temporaries' making and renaming as an error about `target`, the path the
+    user gave: the temporary's name would mean nothing to them."""
+    try:
+        yield
+    except OSError as exc:
+        raise FpgagenError(f"{target}: cannot be written ({exc.strerror or exc})") from None
 
 
 def _remove_empty(folders: list[Path]) -> None:

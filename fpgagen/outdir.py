@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 # An ONNX file fpgagen wrote begins with ModelProto's ir_version (field 1, a one-byte varint) and
@@ -29,12 +30,21 @@ from .atomic import absolute, interrupted_replacement, is_temporary, leftovers
 from .errors import FpgagenError
 from .manifest import NAME as MANIFEST
 from .manifest import SCHEMA_FAMILY
+from .results import CSIM_RESULTS, SIM_RESULTS, SYNTH_RESULTS
 
 DEFAULT_ROOT = Path("hls_out")
 _DESIGN_ENTRIES = re.compile(
     r"^(manifest\.json|hls|rtl|vectors|(csim|sim)_vectors|sim_build|report\.html|(csim|sim|synth)_results\.json"
     r"|weights\d+\.bin)$"
 )
+# What the other commands write at a design's top, and what their content always holds: the keys of
+# the results (fpgagen/results.py) and the report's title (templates/report/report.html.j2).
+_COMMAND_OUTPUTS = {
+    CSIM_RESULTS: ("passed", "vectors_folder", "edges_per_second"),
+    SIM_RESULTS: ("passed", "simulator", "vectors_folder"),
+    SYNTH_RESULTS: ("logic_levels", "plausible_mhz"),
+    "report.html": ("<title>fpgagen report: ",),
+}
 _SHOWN = 3  # foreign entries named in a refusal
 # Folders of a design that fpgagen's own commands fill, whatever they hold: the RTL simulators'
 # build (`fpgagen sim`), the C simulation's (`fpgagen csim`: the HLS Makefile's BUILD), and the
@@ -48,6 +58,31 @@ _BUILD_FILES = ("rtl/synth_stat.json", "rtl/synth_netlist.json")
 def is_design_entry(name: str) -> bool:
     """Whether `name` is something `fpgagen compile`, `csim`, `sim`, `synth` or `report` writes."""
     return _DESIGN_ENTRIES.match(name) is not None
+
+
+def is_command_output(path: Path) -> bool:
+    """Whether `path`, at the top of a design, is a file `csim`, `sim`, `synth` or `report` wrote:
+    known by its content, since its name alone could be a file of the user's."""
+    marks = _COMMAND_OUTPUTS.get(Path(path).name)
+    if marks is None or not Path(path).is_file():
+        return False
+    try:
+        if Path(path).suffix == ".html":
+            with open(path, "rb") as file:
+                return marks[0].encode() in file.read(4096)
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and all(key in data for key in marks)
+
+
+def check_command_output(path: Path) -> None:
+    """FpgagenError unless `path` is missing or an earlier output of the command about to replace it."""
+    if Path(path).exists() and not is_command_output(path):
+        raise FpgagenError(
+            f"{path}: exists and fpgagen did not write it; fpgagen never overwrites a file it did not write: "
+            "move it away first"
+        )
 
 
 def _manifest(folder: Path) -> dict | None:
@@ -196,31 +231,67 @@ def _interrupted_files(folder: Path) -> Listed | None:
 
 
 def _unlisted(folder: Path, listed: Listed) -> list[str]:
-    """What `folder` holds beside the design's `listed` files as fpgagen wrote them, the folders on
-    their way and the build folders: the user's files and folders, and listed files the user has
-    changed since (symbolic links not followed)."""
+    """What a design's `folder` holds beside its `listed` files as fpgagen wrote them, the folders on
+    their way, the build folders and what the other commands wrote at its top: the user's files and
+    folders, and listed files the user has changed since (symbolic links not followed)."""
+    return _unlisted_files(
+        folder, listed | {name: set() for name in _BUILD_FILES}, _BUILD_FOLDERS,
+        lambda path: is_command_output(path) or is_temporary(path.name),
+    )  # fmt: skip
+
+
+def _unlisted_files(
+    folder: Path,
+    listed: Listed,
+    build_folders: tuple[str, ...] = (),
+    ours_at_top: Callable[[Path], bool] = lambda path: is_temporary(path.name),
+) -> list[str]:
+    """Entries below `folder` (relative paths) beside the `listed` files as fpgagen wrote them and
+    the folders on their way: the user's, and listed files the user has changed since. Whatever is in
+    `build_folders`, fpgagen's temporaries at the top, and the files `ours_at_top` accepts at the top
+    are fpgagen's too."""
     kept = {parent.as_posix() for name in listed for parent in PurePosixPath(name).parents} | set(listed)
-    kept |= set(_BUILD_FILES)
     found = []
     for root, folders, files in os.walk(folder):
         here = Path(root).relative_to(folder)
         top = here == Path(".")
         for name in sorted(folders):
             path = (here / name).as_posix()
-            if path in _BUILD_FOLDERS or (top and is_temporary(name)):
+            if path in build_folders or (top and is_temporary(name)):
                 folders.remove(name)  # whatever a build or another run put there is fpgagen's
             elif path not in kept:
                 found.append(path)
                 folders.remove(name)  # named once, not file by file
         for name in sorted(files):
             path = (here / name).as_posix()
-            # At the top, what the other commands write (results, the report) and their
-            # temporaries (a live run's was refused before; a dead run's is removed) are fpgagen's.
-            if path not in kept and not (top and (is_design_entry(name) or is_temporary(name))):
+            if path not in kept and not (top and ours_at_top(Path(root) / name)):
                 found.append(path)
             elif listed.get(path) and _digest(Path(root) / name) not in listed[path]:
                 found.append(f"{path} (changed since fpgagen wrote it)")
     return sorted(found)
+
+
+# The files fpgagen wrote into a folder that is not a design (an example, a sweep's kept point),
+# with their digests: what a later run may replace there.
+LISTING = "fpgagen-files.json"
+
+
+def write_listing(folder: Path) -> None:
+    """Record every file `folder` holds (fpgagen has just written them) in its LISTING."""
+    files = written_files(folder)
+    (Path(folder) / LISTING).write_text(json.dumps({"files": files}, indent=1) + "\n", encoding="utf-8")
+
+
+def unlisted_in(folder: Path) -> list[str]:
+    """What `folder` holds beside the files its LISTING names, as fpgagen wrote them: everything in
+    it when it has no listing."""
+    try:
+        files = json.loads((Path(folder) / LISTING).read_text(encoding="utf-8"))["files"]
+        if not isinstance(files, dict) or not all(isinstance(digest, str) for digest in files.values()):
+            raise ValueError
+    except (OSError, ValueError, KeyError, TypeError):
+        return sorted(entry.name for entry in Path(folder).iterdir() if not is_temporary(entry.name))
+    return _unlisted_files(Path(folder), {name: {digest} for name, digest in files.items()} | {LISTING: set()})
 
 
 def default_name(model_path: Path) -> str:

@@ -19,6 +19,7 @@ from fpgagen.cli import app
 from fpgagen.examples.graphchallenge import network
 from fpgagen.frontend import read_onnx
 from fpgagen.frontend.graphchallenge_tsv import categories, read_triples, write_triples
+from fpgagen.outdir import LISTING
 
 # Official for 1024; the other sizes follow -0.3 - 0.05 log4(N / 1024).
 BIAS = {64: -0.2, 256: -0.25, 1024: -0.3}
@@ -214,6 +215,27 @@ def test_example_will_not_overwrite_a_file_or_a_foreign_folder(run_cli, tmp_path
     assert (tmp_path / "file").read_text() == "keep me"
     assert [p.name for p in (tmp_path / "folder").iterdir()] == ["notes.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "folder"]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda folder: (folder / "neuron64" / "notes.txt").write_text("mine"), "(neuron64/notes.txt)"),
+        (lambda folder: (folder / "model.onnx").write_bytes(b"mine"), "(model.onnx (changed since fpgagen wrote it))"),
+        (lambda folder: (folder / LISTING).unlink(), f"holds no example fpgagen wrote (no {LISTING})"),
+    ],
+)
+def test_example_replaces_only_an_example_it_wrote_unchanged(run_cli, tmp_path, change, message):
+    """An example lists the files it wrote (fpgagen-files.json): a file added to it or changed, or
+    a folder laid out like an example without that list (the official Graph Challenge download
+    plus a model, say), is the user's, and the folder is refused as it is."""
+    folder = tmp_path / "ex"
+    generate(folder, 64, 2, 10)
+    change(folder)
+    before = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+    result = run_cli("example", "graphchallenge", "--neurons", 64, "--layers", 1, "--inputs", 5, "-o", folder)
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
+    assert {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()} == before
 
 
 @pytest.fixture

@@ -254,6 +254,22 @@ REFUSED_MODELS = {
     "two_graph_outputs": (two_outputs, ["{path}", "2 outputs ('y', 'h')"]),
     "opset_8": (lambda: after_layer(opset=8), ["{path}", "opset 8 is not supported", "opsets 9 to 21"]),
     "opset_22": (lambda: after_layer(opset=22), ["{path}", "opset 22 is not supported", "opsets 9 to 21"]),
+    "weight_without_outputs": (
+        lambda: alone(node("MatMul", ["x", "W"], "y", "mm"), W=np.zeros((4, 0), np.float32)),
+        ["'mm' (MatMul): weight 'W' has shape (4, 0); a layer needs at least one input and output"],
+    ),
+    "complex_weights": (
+        lambda: alone(node("MatMul", ["x", "W"], "y", "mm"), W=W.astype(np.complex64)),
+        ["{path}: tensor 'W' holds complex64 values; fpgagen reads real numbers"],
+    ),
+    "text_weights": (
+        lambda: alone(node("MatMul", ["x", "W"], "y", "mm"), W=np.array([["1"] * 3] * 4, dtype=object)),
+        ["{path}: tensor 'W' holds string values; fpgagen reads real numbers"],
+    ),
+    "feature_axis_of_size_0": (
+        lambda: alone(node("MatMul", ["x", "W"], "y", "mm"), ["N", 0], W=W),
+        ["{path}", "input 'x' has size 0 on axis 1; expected at least 1"],
+    ),
     "gemm_trans_a": (
         lambda: alone(node("Gemm", ["x", "W"], "y", "gemm", transA=1), W=W),
         ["'gemm' (Gemm): transA=1 is not supported"],

@@ -101,7 +101,8 @@ def test_compile_replaces_every_part_of_an_earlier_design(tmp_path, run_cli):
     design = tmp_path / "design"
     assert run_cli("compile", model, "-o", design, "--schedule", "sequential").exit_code == 0
     assert (design / "weights0.bin").is_file()
-    (design / "csim_results.json").write_text("{}")  # what `fpgagen csim` leaves
+    # what `fpgagen csim` leaves
+    (design / "csim_results.json").write_text('{"passed": true, "vectors_folder": "vectors", "edges_per_second": 1}')
     assert run_cli("compile", model, "-o", design, "--schedule", "dataflow").exit_code == 0
     assert sorted(path.name for path in design.iterdir()) == ["hls", "manifest.json", "rtl", "vectors"]
     assert {stage["mode"] for stage in read_manifest(design)["schedule"]["stages"]} == {"dataflow"}
@@ -130,6 +131,30 @@ def test_compile_never_touches_a_users_files_inside_an_earlier_design(tmp_path, 
     (design / "vectors" / "empty").mkdir()
     shown = "hls/fpgagen_prj, hls/hls_config.cfg (changed since fpgagen wrote it), rtl/my_notes.txt and 1 more"
     compile_refused(run_cli, model, design, design, f"{design}: holds files fpgagen did not write ({shown})")
+
+
+def test_files_named_like_fpgagens_are_the_users_unless_fpgagen_wrote_them(tmp_path, run_cli):
+    """At a design's top, compile's own files must be in its manifest, and the other commands'
+    outputs (results, the report) are known by their content: a file of the user's of the same name
+    is refused, and `report` does not overwrite a report.html of the user's."""
+    model = save_model(tmp_path / "model.onnx")
+    design = tmp_path / "design"
+    assert run_cli("compile", model, "-o", design).exit_code == 0
+    for name, text in (
+        ("weights7.bin", "mine"),
+        ("synth_results.json", '{"mine": 1}'),
+        ("report.html", "<html><title>my notes</title></html>"),
+    ):
+        (design / name).write_text(text)
+        compile_refused(run_cli, model, design, design, f"{design}: holds files fpgagen did not write ({name})")
+        if name == "report.html":
+            result = run_cli("report", design)
+            assert result.exit_code == 2, result.stderr
+            assert f"{design / name}: exists and fpgagen did not write it" in " ".join(result.stderr.split())
+            assert (design / name).read_text() == text
+        (design / name).unlink()
+    assert run_cli("report", design).exit_code == 0  # fpgagen's own report, replaced by the next compile
+    assert run_cli("compile", model, "-o", design).exit_code == 0
 
 
 def test_a_design_of_an_earlier_fpgagen_version_is_replaced_too(tmp_path, run_cli):
@@ -369,6 +394,30 @@ def test_calibration_without_rows_is_bad_input(command, tmp_path, run_cli):
     assert result.exit_code == 2
     assert f"{tmp_path / 'empty.npy'}: holds no rows" in result.stderr
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("command", ["csim", "sim"])
+def test_simulating_no_inputs_is_bad_input(command, tmp_path, run_cli):
+    """Zero vectors would 'pass' bit-exact while checking nothing."""
+    model = save_model(tmp_path / "model.onnx")
+    design = tmp_path / "design"
+    assert run_cli("compile", model, "-o", design).exit_code == 0
+    np.save(tmp_path / "empty.npy", random_chain(3).inputs[:0])
+    before = snapshot(tmp_path)
+    result = run_cli(command, design, "--inputs", tmp_path / "empty.npy")
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'empty.npy'}: holds no input vectors" in result.stderr
+    assert snapshot(tmp_path) == before
+
+
+def test_an_output_that_cannot_be_written_is_named_as_the_user_gave_it(tmp_path, run_cli):
+    """Not as the hidden temporary fpgagen builds it in."""
+    model = save_model(tmp_path / "model.onnx")
+    (tmp_path / "dangling").symlink_to(tmp_path / "missing" / "folder")
+    result = run_cli("compile", model, "-o", tmp_path / "dangling")
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'dangling'}: cannot be written" in result.stderr and ".partial" not in result.stderr
+    assert temporaries(tmp_path) == []
 
 
 @pytest.mark.parametrize("graph_name", ["TB-classifier", "tb", "tb_top"])

@@ -632,6 +632,9 @@ def test_a_shell_is_left_free_by_the_scheduler(tmp_path):
         (("lut: 20800\n", ""), "missing field\\(s\\) lut"),
         (("ff: 41600", "ff: 41600\nluts: 3"), "unknown field\\(s\\) luts"),
         (("name: mine", "name: 7"), "field name must be a non-empty string, got 7"),
+        # the part number goes into the vendor's Tcl and config files: nothing but a part number passes
+        (("part: xc7a35t", 'part: "xc7z020; exec touch x"'), "field part must be an FPGA part number"),
+        (("part: xc7a35t", 'part: "a\\nb"'), "field part must be an FPGA part number"),
     ],
 )
 def test_bad_board_files_are_refused_naming_the_file_and_the_field(tmp_path, edit, message):
@@ -650,6 +653,10 @@ def test_unreadable_or_unknown_boards_are_refused(tmp_path):
     broken.write_text("name: [unclosed\n")
     with pytest.raises(FpgagenError, match=f"{broken}: not valid YAML"):
         load_board(broken)
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(FpgagenError, match=f"{binary}: not a text file"):
+        load_board(binary)
     listed = tmp_path / "list.yaml"
     listed.write_text("- a\n- b\n")
     with pytest.raises(FpgagenError, match="a board profile is a mapping of fields, got list"):

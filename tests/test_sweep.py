@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -264,6 +265,14 @@ def test_a_sweep_on_a_local_cluster_records_every_point_and_draws_the_page(run_c
     assert page.count("<svg") == 2 and "<script" not in page
     assert len(re.findall(r"<td class=\"text\">\d{3}</td>", page)) == 4
     assert "pynq-z2 is short of BRAM" in page
+
+    # a file of the user's among the kept designs keeps the folder from being replaced
+    (outdir / "points" / "002" / "design" / "hls" / "proj").mkdir()
+    (outdir / "points" / "002" / "design" / "hls" / "proj" / "vitis.log").write_text("mine")
+    refused = run_cli("sweep", graph_challenge, "--verify", "none", "--workers", "1", "-o", outdir)
+    assert refused.exit_code == 2 and "points/002/design/hls/proj" in refused.stderr, refused.stderr
+    assert (outdir / "points" / "002" / "design" / "hls" / "proj" / "vitis.log").read_text() == "mine"
+    shutil.rmtree(outdir / "points" / "002" / "design" / "hls" / "proj")
 
     # an earlier sweep's folder is replaced
     again = run_cli("sweep", graph_challenge, "--boards", "pynq-z2", "--schedules", "sequential", "--verify", "none",

@@ -12,6 +12,7 @@ from ..atomic import atomic_file
 from ..backends.hls import CsimResult, run_csim
 from ..errors import CheckFailed, FpgagenError
 from ..manifest import read_manifest
+from ..outdir import check_command_output
 from ..results import CSIM_RESULTS
 from . import app
 from .common import out, plural
@@ -37,6 +38,7 @@ def csim(outdir: Path, inputs_path: Path | None) -> None:
     (reported with its layer, vector and index). Writes OUTDIR/csim_results.json.
     """
     read_manifest(outdir)  # a missing folder, or one that holds no design, is named as such
+    check_command_output(outdir / CSIM_RESULTS)
     if not (outdir / "hls").is_dir():
         raise FpgagenError(f"{outdir}: no hls/ folder (compile a model into it first)")
     with Steps() as steps:

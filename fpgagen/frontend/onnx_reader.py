@@ -175,9 +175,13 @@ class _Constants:
 
 def _tensor_array(tensor: onnx.TensorProto, path: Path) -> np.ndarray:
     try:
-        return numpy_helper.to_array(tensor)
+        array = numpy_helper.to_array(tensor)
     except Exception as exc:  # noqa: BLE001  (malformed tensors fail in many ways)
         raise FpgagenError(f"{path}: tensor {tensor.name!r} cannot be decoded ({exc})") from None
+    if array.dtype.kind not in "fiub":  # strings, complex numbers: no weight or bound of a layer
+        held = "string" if array.dtype.kind in "OSU" else str(array.dtype)
+        raise FpgagenError(f"{path}: tensor {tensor.name!r} holds {held} values; fpgagen reads real numbers")
+    return array
 
 
 def _sparse_array(tensor: onnx.SparseTensorProto, path: Path) -> sp.coo_array:
@@ -225,7 +229,11 @@ def _input_shape(info: onnx.ValueInfoProto, path: Path) -> tuple[int, ...]:
         raise FpgagenError(f"{path}: input {info.name!r} has rank {len(dims)}; expected (batch, features...)")
     shape = []
     for axis, dim in enumerate(dims[1:], start=1):
-        if not dim.HasField("dim_value") or dim.dim_value <= 0:
+        if dim.HasField("dim_value") and dim.dim_value <= 0:
+            raise FpgagenError(
+                f"{path}: input {info.name!r} has size {dim.dim_value} on axis {axis}; expected at least 1"
+            )
+        if not dim.HasField("dim_value"):
             label = dim.dim_param or "unknown"
             raise FpgagenError(
                 f"{path}: input {info.name!r} has a dynamic size ({label}) on axis {axis}; "
@@ -423,12 +431,18 @@ class _Folder:
 
     # -- linear ops ----------------------------------------------------------------------------
 
+    def _check_weight_shape(self, node: onnx.NodeProto, weight: str) -> None:
+        shape = self.constants.shape(weight)
+        if len(shape) != 2:
+            raise self.fail(node, f"weight {weight!r} has shape {shape}; expected 2-D")
+        if 0 in shape:
+            raise self.fail(node, f"weight {weight!r} has shape {shape}; a layer needs at least one input and output")
+
     def _fold_matmul(self, node: onnx.NodeProto) -> None:
         if self._live_index(node) != 0:
             raise self.fail(node, "the computed tensor must be the first input (x @ W)")
         weight = self._required_const(node, 1, "the weight")
-        if len(self.constants.shape(weight)) != 2:
-            raise self.fail(node, f"weight {weight!r} has shape {self.constants.shape(weight)}; expected 2-D")
+        self._check_weight_shape(node, weight)
         matrix = self.constants.matrix(weight)
         self._start_layer(node, matrix, np.zeros(matrix.shape[1]))
 
@@ -441,8 +455,7 @@ class _Folder:
         trans_b = attrs.get("transB", 0)
         alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
         weight = self._required_const(node, 1, "the weight")
-        if len(self.constants.shape(weight)) != 2:
-            raise self.fail(node, f"weight {weight!r} has shape {self.constants.shape(weight)}; expected 2-D")
+        self._check_weight_shape(node, weight)
         matrix = self.constants.matrix(weight)
         matrix = sp.csr_array(matrix.T if trans_b else matrix) * alpha
         bias_name = self._const_input(node, 2)

@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 from ..atomic import atomic_file
+from ..outdir import check_command_output
 from ..schedule.cost_model import RESOURCE_KINDS
 from ..templating import environment
 from . import plots
@@ -20,8 +21,9 @@ from .data import ReportData, gather
 def write_report(outdir: Path) -> Path:
     """Write OUTDIR/report.html from what OUTDIR holds; return its path."""
     data = gather(Path(outdir))
-    page = environment("report").get_template("report.html.j2").render(**context(data))
     target = Path(outdir) / "report.html"
+    check_command_output(target)
+    page = environment("report").get_template("report.html.j2").render(**context(data))
     with atomic_file(target) as work:
         work.write_text(page, encoding="utf-8")
     return target

@@ -8,6 +8,7 @@ the same YAML in a file of the user's own, given by its path.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, fields
 from importlib import resources
 from pathlib import Path
@@ -62,6 +63,7 @@ class Board:
 
 
 _TEXT_FIELDS = ("name", "part", "memory", "source")
+_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _COUNT_FIELDS = ("dsp", "bram36", "uram", "lut", "ff", "channels")
 _RATE_FIELDS = ("channel_gbps", "clock_mhz")
 _SHELL_FIELDS = ("dsp", "bram36", "uram", "lut", "ff")  # the keys of `shell:`
@@ -83,7 +85,13 @@ def load_board(name_or_path: str | Path) -> Board:
     if path.suffix in (".yaml", ".yml") or path.exists():
         if not path.is_file():
             raise FpgagenError(f"{path}: no such board file")
-        return _parse(path.read_text(encoding="utf-8"), str(path))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise FpgagenError(
+                f"{path}: not a text file (byte {exc.start} is not UTF-8); a board profile is YAML"
+            ) from None
+        return _parse(text, str(path))
     raise FpgagenError(
         f"unknown board {text!r}; built-in boards: {', '.join(builtin_boards())}, or a path to a .yaml profile"
     )
@@ -119,6 +127,12 @@ def _parse(text: str, where: str) -> Board:
     for name in _TEXT_FIELDS:
         if not isinstance(data[name], str) or not data[name].strip():
             raise FpgagenError(f"{where}: field {name} must be a non-empty string, got {data[name]!r}")
+    # The part number is written into the vendor's scripts (run_hls.tcl, hls_config.cfg): a
+    # profile is a user's file, so only a part number's characters may pass.
+    if not _PART.fullmatch(data["part"]):
+        raise FpgagenError(
+            f"{where}: field part must be an FPGA part number (letters, digits, '-', '_' and '.'), got {data['part']!r}"
+        )
     for name in _COUNT_FIELDS:
         value = data[name]
         # bool is an int in Python; `dsp: yes` is a typo, not a count

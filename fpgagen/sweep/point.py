@@ -31,6 +31,7 @@ from ..frontend.onnx_writer import write_onnx
 from ..golden import GoldenModel, flatten_inputs
 from ..ir import Model
 from ..manifest import read_manifest
+from ..outdir import write_listing
 from ..passes.prune import prune
 from ..prepare import FrontOptions
 from ..results import CSIM_RESULTS, SIM_RESULTS, SYNTH_RESULTS
@@ -259,7 +260,10 @@ def _point_folder(point: Point, settings: Settings) -> Iterator[Path]:
         )
     folder = settings.keep / POINTS / point.id
     folder.mkdir(parents=True)
-    yield folder
+    try:
+        yield folder
+    finally:
+        write_listing(folder)  # what a later sweep into DIR may replace: the point's files, as written
 
 
 def sweep_visible(outdir: Path, run: str) -> bool:

@@ -2,7 +2,9 @@
 each point comes in, so that an interrupted sweep keeps every record it received.
 
 DIR holds only what a sweep writes: sweep.json, sweep.html and, with --keep-designs, points/.
-A folder with anything else in it is refused; an earlier sweep's folder is replaced.
+A folder with anything else in it is refused, and so is a kept point's folder holding anything
+the sweep did not write there or a file changed since (each point lists its files,
+fpgagen-files.json); an earlier sweep's folder is replaced.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from ..atomic import atomic_file
 from ..errors import FpgagenError
+from ..outdir import unlisted_in
 
 SCHEMA = "fpgagen.sweep/1"
 RECORDS = "sweep.json"
@@ -41,6 +44,27 @@ def check_outdir(outdir: Path) -> None:
         )
     if RECORDS not in contents or _schema(outdir / RECORDS) != SCHEMA:
         raise FpgagenError(f"{outdir} has no {RECORDS} of a fpgagen sweep; give a new or empty folder")
+    foreign = _foreign_points(outdir / POINTS)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise FpgagenError(
+            f"{outdir} holds files the earlier sweep did not write ({shown}); give a new or empty folder, "
+            "or move them away"
+        )
+
+
+def _foreign_points(points: Path) -> list[str]:
+    """What `points` (an earlier sweep's kept designs) holds beside the files each point's listing
+    names as the sweep wrote them (relative to the sweep's folder)."""
+    if not points.is_dir():
+        return [POINTS] if points.exists() else []
+    foreign = []
+    for entry in sorted(points.iterdir()):
+        if not entry.is_dir() or entry.is_symlink():
+            foreign.append(f"{POINTS}/{entry.name}")
+        else:
+            foreign += [f"{POINTS}/{entry.name}/{name}" for name in unlisted_in(entry)]
+    return foreign
 
 
 def _sweep_output(name: str) -> bool:
