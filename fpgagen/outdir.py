@@ -167,11 +167,16 @@ def check_nothing_foreign(folder: Path) -> None:
         )
     foreign = _foreign_entries(target)
     if foreign:
-        shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else "")
         raise FpgagenError(
-            f"{folder}: holds files fpgagen did not write ({shown}); fpgagen writes only into a missing or "
+            f"{folder}: holds files fpgagen did not write ({some_of(foreign)}); fpgagen writes only into a missing or "
             "empty folder or an earlier fpgagen design: choose another -o"
         )
+
+
+def some_of(entries: list[str]) -> str:
+    """The first few of `entries`, and how many more, for a refusal."""
+    more = f" and {len(entries) - _SHOWN} more" if len(entries) > _SHOWN else ""
+    return ", ".join(entries[:_SHOWN]) + more
 
 
 def check_output_model(path: Path, inputs: list[Path]) -> Path:

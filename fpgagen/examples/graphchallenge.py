@@ -46,7 +46,7 @@ from ..errors import FpgagenError
 from ..frontend.graphchallenge_tsv import CLIP, categories, default_bias, graphchallenge_model, write_triples
 from ..frontend.onnx_writer import write_onnx
 from ..ir import Model
-from ..outdir import LISTING, unlisted_in, write_listing
+from ..outdir import LISTING, some_of, unlisted_in, write_listing
 
 BLOCK = 16
 WEIGHT = 1.0 / BLOCK
@@ -242,9 +242,8 @@ def _check_target(folder: Path) -> None:
         )
     foreign = unlisted_in(folder)
     if foreign:
-        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise FpgagenError(
-            f"{folder}: holds files the earlier example did not write ({shown}); "
+            f"{folder}: holds files the earlier example did not write ({some_of(foreign)}); "
             "fpgagen replaces only an example it wrote, unchanged: choose another -o"
         )
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..atomic import atomic_file
 from ..errors import FpgagenError
-from ..outdir import unlisted_in
+from ..outdir import some_of, unlisted_in
 
 SCHEMA = "fpgagen.sweep/1"
 RECORDS = "sweep.json"
@@ -46,9 +46,8 @@ def check_outdir(outdir: Path) -> None:
         raise FpgagenError(f"{outdir} has no {RECORDS} of a fpgagen sweep; give a new or empty folder")
     foreign = _foreign_points(outdir / POINTS)
     if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise FpgagenError(
-            f"{outdir} holds files the earlier sweep did not write ({shown}); give a new or empty folder, "
+            f"{outdir} holds files the earlier sweep did not write ({some_of(foreign)}); give a new or empty folder, "
             "or move them away"
         )
 
