@@ -139,6 +139,22 @@ def test_clip_bounds_limit_the_range_and_shifts_are_never_negative():
         assert q.numerics.weights_q.data.tolist() == [64] * q.nnz  # 1/16 in Q8.10
 
 
+def test_the_bound_without_calibration_keeps_the_signs():
+    """A neuron a large negative bias keeps at zero through its ReLU does not size its layer's
+    format: with |W| |x| + |b| one such neuron rounded every other activation to zero."""
+    rng = np.random.default_rng(4)
+    w = sparse_weights(rng.normal(0, 0.5, (16, 32)) * (rng.random((16, 32)) < 0.5))
+    bias = rng.normal(0, 0.1, 32)
+    bias[:16] = -1e6
+    layer = Layer("l0", "dead", w, bias, Activation(0.0, math.inf))
+    model = quantize(Model("dead", (layer,), "x", "y", (16,)), parse_precision("w8a16"))
+    live = np.abs(w.toarray()[:, 16:]).sum(axis=0) + bias[16:]  # the live outputs' bound for x in [-1, 1]
+    assert model.layers[0].numerics.output_format == FixedFormat(16, frac_bits_for(live.max(), 16))
+    x = rng.uniform(-1, 1, (64, 16))
+    error = np.abs(GoldenModel(model).predict(x) - GoldenModel(Model("dead", (layer,), "x", "y", (16,))).predict(x))
+    assert error.max() < 1e-2 * live.max()
+
+
 def test_golden_float_matches_dense_numpy():
     model = _random_model(7, [30, 20, 10], 0.4, 0.3, [RELU, CLIP])
     x = np.random.default_rng(8).uniform(-1, 1, (12, 30))

@@ -4,8 +4,9 @@ Three steps, each usable on its own:
 
 1. `Ranges.of`: how large each layer's output can get. Measured on calibration inputs (with a
    margin, so that other inputs of the same kind do not saturate), otherwise a sound bound by
-   interval arithmetic from an assumed input range of [-1, 1]. Clip bounds limit that range: deep
-   Graph Challenge layers (clip at 32) get Q16.9, early ones, whose bound is smaller, finer grids.
+   interval arithmetic (with the weights' and biases' signs) from an assumed input range of
+   [-1, 1]. Clip bounds limit that range: deep Graph Challenge layers (clip at 32) get Q16.9,
+   early ones, whose bound is smaller, finer grids.
 2. `formats_for`: widths (one weight and one activation width per layer, or a precision's for
    all) and ranges give the formats: the finest scale at which each range still fits.
 3. `apply_formats`: formats give the integer weights and biases, the clamp bounds and the exact
@@ -178,12 +179,19 @@ def _measured_ranges(model: Model, calib: np.ndarray) -> list[float]:
 
 
 def _bounded_ranges(model: Model) -> list[float]:
-    """Interval arithmetic: |y_j| <= sum_i |W_ij| |x_i| + |b_j|, then through the activation."""
-    magnitude = np.full(model.in_features, DEFAULT_INPUT_RANGE)
+    """Interval arithmetic with signs: each input in [lo_i, hi_i] (at first [-1, 1]) bounds each
+    sum to [W+ lo + W- hi + b, W+ hi + W- lo + b] (W+ and W- the positive and negative weights),
+    and the clamp, which is monotone, maps that interval's ends. With the signs, an output a large
+    negative bias keeps at zero through a ReLU bounds nothing; |W| |x| + |b| made it size the whole
+    layer's format (a bias of -1e6 on one neuron rounded every other activation to zero)."""
+    lo = np.full(model.in_features, -DEFAULT_INPUT_RANGE)
+    hi = np.full(model.in_features, DEFAULT_INPUT_RANGE)
     ranges = []
     for layer in model.layers:
-        bound = np.abs(layer.weights).T @ magnitude + np.abs(layer.bias)
-        act = layer.activation
-        magnitude = np.maximum(np.abs(act.apply(bound)), np.abs(act.apply(-bound)))
-        ranges.append(float(magnitude.max(initial=0.0)))
+        positive = sp.csr_array(layer.weights).maximum(0)
+        negative = sp.csr_array(layer.weights).minimum(0)
+        low = positive.T @ lo + negative.T @ hi + layer.bias
+        high = positive.T @ hi + negative.T @ lo + layer.bias
+        lo, hi = layer.activation.apply(low), layer.activation.apply(high)
+        ranges.append(float(np.maximum(np.abs(lo), np.abs(hi)).max(initial=0.0)))
     return ranges
