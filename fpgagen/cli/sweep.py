@@ -15,10 +15,8 @@ from ..simulate import SIMULATORS
 from ..sweep.grid import parse_grid
 from ..sweep.point import CHECKS, OK
 from ..sweep.records import PAGE, RECORDS, check_outdir, clear_outdir
-from . import app
+from . import EXIT_INTERRUPTED, app
 from .common import calib_option, err, model_argument, out
-
-INTERRUPTED_EXIT = 130
 
 
 @app.command()
@@ -136,7 +134,7 @@ def sweep(
             )
         else:
             err.print("interrupted before the sweep started; nothing written")
-        ctx.exit(INTERRUPTED_EXIT)
+        ctx.exit(EXIT_INTERRUPTED)
     records = log.records
     fitted = sum(1 for record in records if record["fits"])
     passed = sum(1 for record in records if record["status"] == OK)
