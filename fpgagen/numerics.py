@@ -34,7 +34,11 @@ class FixedFormat:
     def quantize(self, x: np.ndarray | float) -> np.ndarray:
         """Round half up (towards +inf) to the grid, then saturate: the only float-to-fixed rule."""
         scaled = np.floor(np.asarray(x, dtype=np.float64) * math.ldexp(1.0, self.frac) + 0.5)
-        return np.clip(scaled, self.qmin, self.qmax).astype(np.int64)
+        # Compared as floats, not clipped as floats: 2^63 - 1 is 2^63 as a float, which wraps to
+        # -2^63 as an int64. Every float below 2^(bits-1) that is a whole number is exact in int64.
+        top = math.ldexp(1.0, self.bits - 1)
+        inside = np.where((scaled >= -top) & (scaled < top), scaled, 0.0).astype(np.int64)
+        return np.where(scaled >= top, self.qmax, np.where(scaled < -top, self.qmin, inside))
 
     def to_float(self, q: np.ndarray | int) -> np.ndarray:
         return np.asarray(q, dtype=np.float64) * math.ldexp(1.0, -self.frac)

@@ -155,6 +155,32 @@ def test_the_bound_without_calibration_keeps_the_signs():
     assert error.max() < 1e-2 * live.max()
 
 
+def test_64_bit_formats_saturate_instead_of_wrapping():
+    """2^63 - 1 is 2^63 as a float: clipped as floats, a value above it wrapped to -2^63."""
+    fmt = FixedFormat(64, 0)
+    q = fmt.quantize(np.array([2.0**63, 1e30, -(2.0**63), -1e30, 2.0**62, -5.5]))
+    assert q.dtype == np.int64
+    assert q.tolist() == [fmt.qmax, fmt.qmax, fmt.qmin, fmt.qmin, 2**62, -5]
+
+
+def test_a_layer_without_weights_keeps_its_bias():
+    """All its weights zero, its outputs are its bias: the weight grid must not be the finest of
+    all (Q8.40), which put a bias of 512 beyond 64 bits and wrapped it around."""
+    empty = Layer("l0", "bias only", sparse_weights(np.zeros((4, 3))), np.array([1000.0, -1000.0, 600.0]), RELU)
+    last = Layer("l1", "out", sparse_weights(np.array([[0.5], [0.25], [-0.5]])), np.zeros(1), NONE)
+    model = Model("bias", (empty, last), "x", "y", (4,))
+    x = np.random.default_rng(5).uniform(-1, 1, (8, 4))
+    fixed = GoldenModel(quantize(model, parse_precision("w8a16"))).predict(x)
+    np.testing.assert_allclose(fixed, GoldenModel(model).predict(x), rtol=1e-3)  # 200 each
+
+
+def test_a_bias_too_wide_for_the_accumulator_is_refused():
+    """Weights of 1e-9 put the accumulator's grid at 2^-50: a bias of 1e6 needs 70 bits there."""
+    layer = Layer("l0", "wide", sparse_weights(np.array([[1e-9]])), np.array([1e6]), NONE)
+    with pytest.raises(FpgagenError, match="a bias of 1e\\+06 does not fit a 64-bit accumulator"):
+        quantize(Model("wide", (layer,), "x", "y", (1,)), parse_precision("w8a16"))
+
+
 def test_golden_float_matches_dense_numpy():
     model = _random_model(7, [30, 20, 10], 0.4, 0.3, [RELU, CLIP])
     x = np.random.default_rng(8).uniform(-1, 1, (12, 30))

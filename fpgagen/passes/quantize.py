@@ -18,6 +18,7 @@ The arithmetic itself is defined in numerics.py (docs/numerics.md).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -103,10 +104,15 @@ def formats_for(model: Model, widths: Widths, ranges: Ranges) -> Formats:
     for layer, weight_bits, act_bits, out_range in zip(
         model.layers, widths.weight_bits, widths.act_bits, ranges.outputs
     ):
-        max_weight = float(np.max(np.abs(layer.weights.data))) if layer.nnz else 0.0
-        w_fmt = FixedFormat(weight_bits, frac_bits_for(max_weight, weight_bits))
+        wanted = frac_bits_for(out_range, act_bits)
+        if layer.nnz:
+            w_fmt = FixedFormat(weight_bits, frac_bits_for(float(np.max(np.abs(layer.weights.data))), weight_bits))
+        else:
+            # No weight to represent: the grid that gives the output (its bias) the bits it wants,
+            # rather than the finest grid of all, which put a bias of 512 beyond 64 bits.
+            w_fmt = FixedFormat(weight_bits, max(0, wanted - in_fmt.frac))
         # More fractional bits than the accumulator has would only shift zeros in.
-        out_fmt = FixedFormat(act_bits, min(frac_bits_for(out_range, act_bits), in_fmt.frac + w_fmt.frac))
+        out_fmt = FixedFormat(act_bits, min(wanted, in_fmt.frac + w_fmt.frac))
         layers.append(LayerFormats(w_fmt, out_fmt))
         in_fmt = out_fmt
     return Formats(input_format, tuple(layers))
@@ -142,12 +148,20 @@ def _layer_numerics(layer: Layer, in_fmt: FixedFormat, in_magnitude: int, format
         shape=layer.weights.shape,
     )
     weights_q.eliminate_zeros()  # a weight that rounds to zero costs hardware and changes nothing
+    bias_scaled = np.floor(np.asarray(layer.bias, dtype=np.float64) * math.ldexp(1.0, acc_frac) + 0.5)
+    if np.any(np.abs(bias_scaled) >= math.ldexp(1.0, MAX_ACC_BITS - 1)):
+        largest = float(np.max(np.abs(layer.bias)))
+        raise FpgagenError(
+            f"layer {layer.name} ({layer.origin}): a bias of {largest:g} does not fit a {MAX_ACC_BITS}-bit "
+            f"accumulator on the grid of its weights (2^-{acc_frac}); weights and bias span too wide a range "
+            f"for {w_fmt.bits}-bit weights and {out_fmt.bits}-bit activations"
+        )
     bias_q = FixedFormat(MAX_ACC_BITS, acc_frac).quantize(layer.bias)
     lo_q, hi_q = _clamp_bounds(layer.activation, out_fmt)
 
     shift = acc_frac - out_fmt.frac
     fan_in_sum = np.abs(weights_q).sum(axis=0) if weights_q.nnz else np.zeros(layer.out_features)
-    worst = int(np.max(fan_in_sum * in_magnitude + np.abs(bias_q), initial=0))
+    worst = _largest_sum(fan_in_sum, in_magnitude, bias_q)
     acc_bits = bound_bits(worst + ((1 << (shift - 1)) if shift > 0 else 0))
     if acc_bits > MAX_ACC_BITS:
         raise FpgagenError(
@@ -164,6 +178,16 @@ def _layer_numerics(layer: Layer, in_fmt: FixedFormat, in_magnitude: int, format
         lo_q=lo_q,
         hi_q=hi_q,
     )
+
+
+def _largest_sum(fan_in_sum: np.ndarray, in_magnitude: int, bias_q: np.ndarray) -> int:
+    """max_j (sum_i |w_ij|) * |x|max + |b_j|, exactly: in int64 when it cannot overflow (a bias
+    near 2^63 plus its fan-in would wrap around and hide a sum too wide for 64 bits), else in
+    Python's integers."""
+    estimate = float(np.max(np.abs(fan_in_sum).astype(np.float64) * in_magnitude + np.abs(bias_q), initial=0.0))
+    if estimate < math.ldexp(1.0, 62):
+        return int(np.max(fan_in_sum * in_magnitude + np.abs(bias_q), initial=0))
+    return max(int(fan_in) * in_magnitude + abs(int(bias)) for fan_in, bias in zip(fan_in_sum, bias_q))
 
 
 def _clamp_bounds(activation: Activation, fmt: FixedFormat) -> tuple[int, int]:
