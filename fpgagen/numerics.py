@@ -33,12 +33,21 @@ class FixedFormat:
 
     def quantize(self, x: np.ndarray | float) -> np.ndarray:
         """Round half up (towards +inf) to the grid, then saturate: the only float-to-fixed rule."""
-        scaled = np.floor(np.asarray(x, dtype=np.float64) * math.ldexp(1.0, self.frac) + 0.5)
+        scaled = self._rounded(x)
         # Compared as floats, not clipped as floats: 2^63 - 1 is 2^63 as a float, which wraps to
         # -2^63 as an int64. Every float below 2^(bits-1) that is a whole number is exact in int64.
         top = math.ldexp(1.0, self.bits - 1)
         inside = np.where((scaled >= -top) & (scaled < top), scaled, 0.0).astype(np.int64)
         return np.where(scaled >= top, self.qmax, np.where(scaled < -top, self.qmin, inside))
+
+    def fits(self, x: np.ndarray | float) -> np.ndarray:
+        """Whether each value quantizes without saturating."""
+        scaled = self._rounded(x)
+        return (scaled >= self.qmin) & (scaled < math.ldexp(1.0, self.bits - 1))
+
+    def _rounded(self, x: np.ndarray | float) -> np.ndarray:
+        """x on the grid, rounded half up, as whole floats (not yet saturated)."""
+        return np.floor(np.asarray(x, dtype=np.float64) * math.ldexp(1.0, self.frac) + 0.5)
 
     def to_float(self, q: np.ndarray | int) -> np.ndarray:
         return np.asarray(q, dtype=np.float64) * math.ldexp(1.0, -self.frac)

@@ -63,14 +63,15 @@ def is_design_entry(name: str) -> bool:
 def is_command_output(path: Path) -> bool:
     """Whether `path`, at the top of a design, is a file `csim`, `sim`, `synth` or `report` wrote:
     known by its content, since its name alone could be a file of the user's."""
-    marks = _COMMAND_OUTPUTS.get(Path(path).name)
-    if marks is None or not Path(path).is_file():
+    path = Path(path)
+    marks = _COMMAND_OUTPUTS.get(path.name)
+    if marks is None or not path.is_file():
         return False
     try:
-        if Path(path).suffix == ".html":
+        if path.suffix == ".html":
             with open(path, "rb") as file:
                 return marks[0].encode() in file.read(4096)
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and all(key in data for key in marks)

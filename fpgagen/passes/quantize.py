@@ -148,15 +148,15 @@ def _layer_numerics(layer: Layer, in_fmt: FixedFormat, in_magnitude: int, format
         shape=layer.weights.shape,
     )
     weights_q.eliminate_zeros()  # a weight that rounds to zero costs hardware and changes nothing
-    bias_scaled = np.floor(np.asarray(layer.bias, dtype=np.float64) * math.ldexp(1.0, acc_frac) + 0.5)
-    if np.any(np.abs(bias_scaled) >= math.ldexp(1.0, MAX_ACC_BITS - 1)):
+    acc_fmt = FixedFormat(MAX_ACC_BITS, acc_frac)
+    if not acc_fmt.fits(layer.bias).all():
         largest = float(np.max(np.abs(layer.bias)))
         raise FpgagenError(
             f"layer {layer.name} ({layer.origin}): a bias of {largest:g} does not fit a {MAX_ACC_BITS}-bit "
             f"accumulator on the grid of its weights (2^-{acc_frac}); weights and bias span too wide a range "
             f"for {w_fmt.bits}-bit weights and {out_fmt.bits}-bit activations"
         )
-    bias_q = FixedFormat(MAX_ACC_BITS, acc_frac).quantize(layer.bias)
+    bias_q = acc_fmt.quantize(layer.bias)
     lo_q, hi_q = _clamp_bounds(layer.activation, out_fmt)
 
     shift = acc_frac - out_fmt.frac
@@ -212,8 +212,7 @@ def _bounded_ranges(model: Model) -> list[float]:
     hi = np.full(model.in_features, DEFAULT_INPUT_RANGE)
     ranges = []
     for layer in model.layers:
-        positive = sp.csr_array(layer.weights).maximum(0)
-        negative = sp.csr_array(layer.weights).minimum(0)
+        positive, negative = layer.weights.maximum(0), layer.weights.minimum(0)
         low = positive.T @ lo + negative.T @ hi + layer.bias
         high = positive.T @ hi + negative.T @ lo + layer.bias
         lo, hi = layer.activation.apply(low), layer.activation.apply(high)
