@@ -369,6 +369,38 @@ REFUSED_MODELS = {
         lambda: before_layer(node("Reshape", ["x"], "r", "reshape"), ["N", 4]),
         ["'reshape' (Reshape): input 1 (the target shape) is missing"],
     ),
+    # Invalid ONNX that onnxruntime refuses; each part read alone would give a model that runs.
+    "clip_bounds_as_attributes_past_opset_11": (
+        lambda: after_layer(node("Clip", ["h"], "y", "clip", min=0.0, max=0.5), opset=13),
+        ["'clip' (Clip): not valid ONNX at opset 13", "Unrecognized attribute: max"],
+    ),
+    "clip_bounds_as_inputs_before_opset_11": (
+        lambda: after_layer(node("Clip", ["h", "lo", "hi"], "y", "clip"), opset=10, lo=scalar(0), hi=scalar(0.5)),
+        ["'clip' (Clip): not valid ONNX at opset 10", "input size 3"],
+    ),
+    "integer_weight": (
+        lambda: after_layer(weight=np.ones((4, 3), np.int8)),
+        ["'mm' (MatMul): its input 'W' is int8, the model's input float32"],
+    ),
+    "double_bias_on_float_input": (
+        lambda: after_layer(node("Add", ["h", "b"], "y", "bias"), b=BIAS.astype(np.float64)),
+        ["'bias' (Add): its input 'b' is float64, the model's input float32"],
+    ),
+    "integer_clip_bound": (
+        lambda: after_layer(node("Clip", ["h", "lo"], "y", "clip"), lo=np.array(0, np.int64)),
+        ["'clip' (Clip): its input 'lo' is int64"],
+    ),
+    "constant_node_redefines_an_initializer": (
+        lambda: build_model(
+            [
+                helper.make_node("Constant", [], ["W"], name="shadow", value=numpy_helper.from_array(W * 2)),
+                node("MatMul", ["x", "W"], "y", "mm"),
+            ],
+            ["N", 4],
+            initializers=(("W", W),),
+        ),
+        ["tensor 'W' is defined more than once"],
+    ),
 }
 
 

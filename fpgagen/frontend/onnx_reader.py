@@ -38,8 +38,9 @@ def read_onnx(path: Path) -> Model:
     constants = _Constants.collect(graph, path)
     input_info, output_name = _single_input_output(graph, constants, path)
     input_shape = _input_shape(input_info, path)
+    _single_assignment(graph, path)
     chain = _chain_nodes(graph, input_info.name, output_name, constants, path)
-    folder = _Folder(path, opset, constants, input_shape)
+    folder = _Folder(path, proto, opset, constants, input_shape, input_info.type.tensor_type.elem_type)
     for node in chain:
         folder.fold(node)
     layers = folder.finish()
@@ -125,14 +126,17 @@ class _Constants:
 
     dense: dict[str, np.ndarray] = field(default_factory=dict)
     sparse: dict[str, sp.coo_array] = field(default_factory=dict)
+    types: dict[str, int] = field(default_factory=dict)  # ONNX element types (TensorProto.FLOAT, ...)
 
     @classmethod
     def collect(cls, graph: onnx.GraphProto, path: Path) -> _Constants:
         found = cls()
         for tensor in graph.initializer:
             found.dense[tensor.name] = _tensor_array(tensor, path)
+            found.types[tensor.name] = tensor.data_type
         for tensor in graph.sparse_initializer:
             found.sparse[tensor.values.name] = _sparse_array(tensor, path)
+            found.types[tensor.values.name] = tensor.values.data_type
         for node in graph.node:
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
                 found._add_constant_node(node, path)
@@ -145,13 +149,17 @@ class _Constants:
             raise FpgagenError(f"{path}: Constant node {node.name!r} must have exactly one value attribute")
         if attr.name == "value":
             self.dense[name] = _tensor_array(attr.t, path)
+            self.types[name] = attr.t.data_type
         elif attr.name == "sparse_value":
             self.sparse[name] = _sparse_array(attr.sparse_tensor, path)
+            self.types[name] = attr.sparse_tensor.values.data_type
         elif attr.name in ("value_float", "value_int"):
             self.dense[name] = np.array(attr.f if attr.name == "value_float" else attr.i, dtype=np.float64)
+            self.types[name] = onnx.TensorProto.FLOAT if attr.name == "value_float" else onnx.TensorProto.INT64
         elif attr.name in ("value_floats", "value_ints"):
             values = attr.floats if attr.name == "value_floats" else attr.ints
             self.dense[name] = np.array(list(values), dtype=np.float64)
+            self.types[name] = onnx.TensorProto.FLOAT if attr.name == "value_floats" else onnx.TensorProto.INT64
         else:
             raise FpgagenError(f"{path}: Constant node {node.name!r} holds a {attr.name}, not a number")
 
@@ -243,6 +251,27 @@ def _input_shape(info: onnx.ValueInfoProto, path: Path) -> tuple[int, ...]:
     return tuple(shape)
 
 
+def _type_name(elem_type: int) -> str:
+    return onnx.helper.tensor_dtype_to_np_dtype(elem_type).name if elem_type else "of no type"
+
+
+def _single_assignment(graph: onnx.GraphProto, path: Path) -> None:
+    """Every tensor is defined once (ONNX's single static assignment): by a graph input, an
+    initializer (which may also be listed as a graph input) or one node output. A Constant node
+    that redefines an initializer is read one way by fpgagen and the other by onnxruntime."""
+    initializers = [t.name for t in graph.initializer] + [t.values.name for t in graph.sparse_initializer]
+    inputs = [value.name for value in graph.input if value.name not in set(initializers)]
+    outputs = [name for node in graph.node for name in node.output if name]
+    seen: set[str] = set()
+    for name in [*inputs, *initializers, *outputs]:
+        if name in seen:
+            raise FpgagenError(
+                f"{path}: tensor {name!r} is defined more than once (graph input, initializer or node "
+                "output); an ONNX graph defines each tensor once"
+            )
+        seen.add(name)
+
+
 def _describe(node: onnx.NodeProto) -> str:
     return f"node {node.name or node.output[0]!r} ({node.op_type})"
 
@@ -326,9 +355,21 @@ class _PendingLayer:
 class _Folder:
     """Walks the chain and folds each node into the layer being built."""
 
-    def __init__(self, path: Path, opset: int, constants: _Constants, input_shape: tuple[int, ...]):
+    def __init__(
+        self,
+        path: Path,
+        proto: onnx.ModelProto,
+        opset: int,
+        constants: _Constants,
+        input_shape: tuple[int, ...],
+        dtype: int,
+    ):
         self.path = path
         self.opset = opset
+        self.checker = onnx.checker.C.CheckerContext()
+        self.checker.ir_version = proto.ir_version
+        self.checker.opset_imports = {op.domain: op.version for op in proto.opset_import}
+        self.dtype = dtype  # the model input's element type, which ONNX's type constraint T shares
         self.constants = constants
         self.shape = input_shape  # one sample's shape at the current point of the chain
         self.layers: list[_PendingLayer] = []
@@ -344,6 +385,29 @@ class _Folder:
                 f"{self.path}: {_describe(node)}{domain} is not supported; fpgagen supports {_SUPPORTED}"
             )
         getattr(self, f"_fold_{node.op_type.lower()}")(node)
+        self._check_schema(node)  # after the fold, whose own refusals say more
+
+    def _check_schema(self, node: onnx.NodeProto) -> None:
+        """The node against its operator's schema at the model's opset: its attributes and its
+        count of inputs (onnx.checker, node by node: the whole-model checker also demands shapes
+        on the graph's outputs, which onnxruntime does not), and the element type of every
+        constant it takes where the schema shares the data input's type T."""
+        try:
+            onnx.checker.check_node(node, self.checker)
+        except onnx.checker.ValidationError as exc:
+            text = " ".join("".join(c if c.isprintable() else " " for c in str(exc)).split())
+            raise self.fail(node, f"not valid ONNX at opset {self.opset}: {text[:400]}") from None
+        formals = onnx.defs.get_schema(node.op_type, self.opset).inputs
+        for index, name in enumerate(node.input):
+            formal = formals[min(index, len(formals) - 1)]
+            if name in self.constants and formal.type_str == formals[0].type_str:
+                held = self.constants.types[name]
+                if held != self.dtype:
+                    raise self.fail(
+                        node,
+                        f"its input {name!r} is {_type_name(held)}, the model's input {_type_name(self.dtype)}; "
+                        "ONNX requires one type for both",
+                    )
 
     def finish(self) -> list[Layer]:
         if not self.layers:
