@@ -43,7 +43,9 @@ def identifier(text: str, fallback: str) -> str:
     if name[0].isdigit():
         name = f"n{name}"
     if name in _RESERVED:
-        name = f"{name}_"
+        # a prefix, not a trailing underscore: the templates append suffixes such as `_top`, and an
+        # identifier holding `__` is reserved to the C++ implementation
+        name = f"x_{name}"
     return name
 
 

@@ -114,7 +114,7 @@ def test_an_unreachable_bound_names_the_layer_and_the_best_error(tmp_path, run_c
     result = run_cli("compile", model, "--calib", calib, "--max-error", "0.01", "-o", tmp_path / "design")
     assert result.exit_code == 2
     assert "--max-error 0.01 cannot be met: with the widest formats (w16a16) the output is off by" in result.stderr
-    assert "layer wide (wide, act) costs the most" in result.stderr and "Q16.5 weights" in result.stderr
+    assert "layer wide ('wide, act') costs the most" in result.stderr and "Q16.5 weights" in result.stderr
     best = float(result.stderr.split("the output is off by ")[1].split()[0])
     assert best > 0.01
     assert not (tmp_path / "design").exists()

@@ -140,7 +140,7 @@ class _Search:
         return FpgagenError(
             f"--max-error {max_error:g} cannot be met: with the widest formats ({widest.name}) the output is "
             f"off by {self.error(widths):.3g} of its range ({output_scale(self.reference):.4g}) on the calibration "
-            f"inputs; layer {culprit.name} ({culprit.origin}) costs the most: alone in fixed point "
+            f"inputs; layer {culprit.name} ({culprit.origin!r}) costs the most: alone in fixed point "
             f"({culprit.numerics.input_format} inputs, {culprit.numerics.weight_format} weights) it is off by "
             f"{alone[worst]:.3g}"
         )

@@ -147,13 +147,13 @@ def balanced_count(layer: Layer, sparsity: float, pes: int) -> int:
     shortest = layer.out_features // pes
     if shortest == 0:
         raise FpgagenError(
-            f"layer {layer.name} ({layer.origin}) has {layer.out_features} outputs, fewer than the "
+            f"layer {layer.name} ({layer.origin!r}) has {layer.out_features} outputs, fewer than the "
             f"{pes} PEs of balanced:{pes}: some PEs would own no output, so no count fits every PE"
         )
     count = min(shortest, _round_half_up((1.0 - sparsity) * layer.out_features / pes))
     if count == 0:
         raise FpgagenError(
-            f"layer {layer.name} ({layer.origin}): sparsity {sparsity:g} with balanced:{pes} keeps "
+            f"layer {layer.name} ({layer.origin!r}): sparsity {sparsity:g} with balanced:{pes} keeps "
             f"round({1.0 - sparsity:g} * {layer.out_features} / {pes}) = 0 weights per row and PE, "
             "which would empty the layer; lower the sparsity or the number of PEs"
         )
@@ -174,7 +174,7 @@ def _require_full_slices(layer: Layer, slices: np.ndarray, per_slice: int, spars
         else "no sparsity fits it: some row and PE has no weight at all"
     )
     raise FpgagenError(
-        f"layer {layer.name} ({layer.origin}): balanced:{pes} at sparsity {sparsity:g} keeps {per_slice} "
+        f"layer {layer.name} ({layer.origin!r}): balanced:{pes} at sparsity {sparsity:g} keeps {per_slice} "
         f"weight(s) in every row on every PE, but row {row} has only {most} nonzero weight(s) on PE {pe}; {hint}"
     )
 

@@ -152,7 +152,7 @@ def _layer_numerics(layer: Layer, in_fmt: FixedFormat, in_magnitude: int, format
     if not acc_fmt.fits(layer.bias).all():
         largest = float(np.max(np.abs(layer.bias)))
         raise FpgagenError(
-            f"layer {layer.name} ({layer.origin}): a bias of {largest:g} does not fit a {MAX_ACC_BITS}-bit "
+            f"layer {layer.name} ({layer.origin!r}): a bias of {largest:g} does not fit a {MAX_ACC_BITS}-bit "
             f"accumulator on the grid of its weights (2^-{acc_frac}); weights and bias span too wide a range "
             f"for {w_fmt.bits}-bit weights and {out_fmt.bits}-bit activations"
         )
@@ -165,7 +165,7 @@ def _layer_numerics(layer: Layer, in_fmt: FixedFormat, in_magnitude: int, format
     acc_bits = bound_bits(worst + ((1 << (shift - 1)) if shift > 0 else 0))
     if acc_bits > MAX_ACC_BITS:
         raise FpgagenError(
-            f"layer {layer.name} ({layer.origin}): its accumulator would need {acc_bits} bits; "
+            f"layer {layer.name} ({layer.origin!r}): its accumulator would need {acc_bits} bits; "
             f"weights and bias span too wide a range for {w_fmt.bits}-bit weights and {out_fmt.bits}-bit activations"
         )
     return LayerNumerics(
