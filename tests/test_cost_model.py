@@ -66,6 +66,7 @@ from fpgagen.schedule.cost_model import (
     least_pe_luts,
     logic_counts,
     price,
+    searched_latency,
     total,
 )
 from fpgagen.schedule.scheduler import Problem, deepening
@@ -669,3 +670,28 @@ def test_a_batch_first_result_waits_for_the_loads_it_cannot_overlap():
     # two loads in a row: the second ends after both
     chain = (stage(100, 400), stage(50, 300), stage(20))
     assert DesignEstimate.first_result(10, chain) == MEMORY_LATENCY + 700 + 70
+
+
+def test_the_searched_latency_bounds_the_first_result_up_to_one_stage():
+    """The scheduler minimizes reader + sum of max(latency, load): on random chains the first
+    result is never above it by more than MEMORY_LATENCY and one loaded stage's shorter part,
+    and the sum is never below the stages' own latencies (it can only overstate)."""
+
+    def stage(latency: float, load: float) -> StageEstimate:
+        return StageEstimate(0, DATAFLOW, (0,), 1, 1, "uram" if load else BRAM, 1, 1.0, latency, Resources(), load)
+
+    rng = np.random.default_rng(7)
+    tight = 0
+    for _ in range(2000):
+        count = int(rng.integers(1, 9))
+        latencies = rng.integers(1, 5000, count).astype(float)
+        loads = np.where(rng.random(count) < 0.6, rng.integers(1, 5000, count), 0).astype(float)
+        chain = tuple(stage(lat, load) for lat, load in zip(latencies, loads))
+        reader = float(rng.integers(1, 400))
+        first = DesignEstimate.first_result(reader, chain)
+        bound = searched_latency(reader, chain)
+        slack = max(0.0, MEMORY_LATENCY + max((min(a, b) for a, b in zip(latencies, loads) if b), default=0.0) - reader)
+        assert bound >= reader + latencies.sum()
+        assert first <= bound + slack + 1e-9
+        tight += first >= bound - 1e-9
+    assert tight > 0  # the bound is reached, not just respected

@@ -12,7 +12,7 @@ the scheduler can choose has a fixed interval, latency and resource use: see `St
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 
@@ -363,9 +363,7 @@ class StageCost:
 
     stage: Stage
     interval: float
-    # the first vector's cycles through the stage, and for the scheduler's search (a linear sum
-    # over the stages) its load too: an upper bound on what the load adds (see DesignEstimate)
-    latency: float
+    latency: float  # the first vector's cycles through the stage, once its weights are in
     resources: Resources
     held: np.ndarray = field(compare=False, repr=False)  # per vector: how long the stage holds it
     load: float = 0.0  # cycles of the load phase that fills its weights in UltraRAM
@@ -467,6 +465,21 @@ class StageEstimate:
         return values
 
 
+def searched(stage: StageCost | StageEstimate) -> float:
+    """A stage's term in the latency the scheduler minimizes (`searched_latency`)."""
+    return max(stage.latency, stage.load)
+
+
+def searched_latency(reader: float, stages: Sequence[StageCost | StageEstimate]) -> float:
+    """The latency the scheduler minimizes, a sum over the stages (which its search needs):
+    `reader + sum of max(latency, load)`. The first result (`DesignEstimate.first_result`) is at
+    most this plus `MEMORY_LATENCY + max(min(latency, load))` over the loaded stages: the loads
+    run one after another, the stages' latencies too, and a loaded stage's load overlaps the
+    stages before it, so each stage holds the first result back by at most the longer of the two,
+    but for the one stage where the last load ends (docs/cost-model.md, "Designs")."""
+    return reader + sum(searched(stage) for stage in stages)
+
+
 @dataclass(frozen=True, eq=False)
 class DesignEstimate:
     """The cost model's figures for one schedule; `to_dict` is what `fpgagen schedule --json` prints."""
@@ -511,6 +524,11 @@ class DesignEstimate:
     @property
     def budget(self) -> Resources:
         return board_budget(self.board)
+
+    @property
+    def searched_latency(self) -> float:
+        """What the scheduler's latency search minimizes for this design (`searched_latency`)."""
+        return searched_latency(self.reader.latency, self.stages)
 
     def vectors_per_s(self, batch: int | None = None) -> float:
         """Throughput over a batch: the first vector takes the latency, each next one an interval."""
@@ -773,7 +791,7 @@ class CostModel:
         return StageCost(
             stage=Stage(DATAFLOW, (index,), pes, URAM if loaded else BRAM, units),
             interval=max(cycles.compute, cycles.occupancy),  # the two accumulator banks ping-pong
-            latency=cycles.compute + cycles.occupancy + load_cycles,
+            latency=cycles.compute + cycles.occupancy,
             resources=total(self.dataflow_memories(index, pes, units, loaded)) + logic + load_registers,
             held=cycles.overlapped,
             load=load_cycles,
@@ -998,7 +1016,7 @@ class CostModel:
                     weight_memory=stage.weight_memory,
                     channels=stage.channels,
                     interval=cost.interval,
-                    latency=cost.latency - cost.load,
+                    latency=cost.latency,
                     resources=cost.resources,
                     load=cost.load,
                 )

@@ -13,7 +13,8 @@ program, solved with HiGHS (`scipy.optimize.milp`), is
     sum_c r_c x_c <= budget_r - reader_r       for r in DSP, BRAM, URAM, LUT, FF
     sum_{c sequential} channels_c x_c <= channels
 
-The latency, sum_c g_c x_c plus the reader's, is linear. The interval, max(reader, max_c t_c x_c),
+The latency, sum_c g_c x_c plus the reader's, is linear (g_c: a stage's latency or its load into
+UltraRAM, the longer: cost_model.searched_latency, which bounds the first result). The interval, max(reader, max_c t_c x_c),
 is a bottleneck: a min-max objective makes branch and bound crawl (its LP bound is weak and
 near-equal designs abound), so the least interval is found by bisection over the values t_c:
 "is there a design with every interval <= T?" is the program above over the candidates with
@@ -57,7 +58,7 @@ from ..ir import BRAM, DATAFLOW, SEQUENTIAL, URAM, Model, Schedule, Stage
 from .activity import Activity
 from .apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
 from .boards import Board, load_board
-from .cost_model import RESOURCE_KINDS, CostModel, DesignEstimate, Resources, StageCost, board_budget
+from .cost_model import RESOURCE_KINDS, CostModel, DesignEstimate, Resources, StageCost, board_budget, searched
 
 POLICIES = ("auto", DATAFLOW, SEQUENTIAL)
 OBJECTIVES = ("throughput", "latency")
@@ -265,7 +266,7 @@ class Problem:
         self.first = np.array([c.first for c in candidates], dtype=np.int64)
         self.last = np.array([c.last for c in candidates], dtype=np.int64)
         self.interval = np.array([c.interval for c in candidates], dtype=np.float64)
-        self.latency = np.array([c.latency for c in candidates], dtype=np.float64)
+        self.latency = np.array([searched(c) for c in candidates], dtype=np.float64)
         # memory channels each candidate takes: a sequential stage's, striped over one or more
         self.ports = np.array(
             [c.stage.channels if c.stage.mode == SEQUENTIAL else 0 for c in candidates], dtype=np.int64
