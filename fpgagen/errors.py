@@ -1,4 +1,8 @@
-"""The two ways fpgagen stops early, and the exit codes the command line maps them to."""
+"""The ways fpgagen stops early, and the exit codes the command line maps them to."""
+
+# Ctrl-C or SIGTERM: outputs are written atomically, so nothing partial is left
+EXIT_INTERRUPTED = 130
+INTERRUPTED = "interrupted; no partial output is left behind"
 
 
 class FpgagenError(Exception):

@@ -361,6 +361,33 @@ def test_an_interrupted_compile_exits_130_and_leaves_nothing(signal_name, earlie
     assert snapshot(tmp_path) == before
 
 
+# The console script, interrupted while it loads the command line: the import of fpgagen.cli sends
+# SIGINT to the process itself, as a Ctrl-C in the first second would.
+_INTERRUPTED_LOAD = """
+import os, signal, sys
+
+class Interrupting:
+    def find_spec(self, name, path=None, target=None):
+        if name == "fpgagen.cli":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, Interrupting())
+from fpgagen.command import main
+sys.argv = ["fpgagen", "--help"]
+main()
+"""
+
+
+def test_ctrl_c_while_the_command_line_loads_exits_130_without_a_traceback():
+    interrupted = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_LOAD], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert interrupted.returncode == 130, interrupted.stderr
+    assert "interrupted" in interrupted.stderr and "Traceback" not in interrupted.stderr
+    assert "Usage" not in interrupted.stdout
+
+
 # -- exit codes -----------------------------------------------------------------------------------------
 
 

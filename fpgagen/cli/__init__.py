@@ -8,9 +8,9 @@ import traceback
 import click
 
 from .. import __version__
-from ..errors import CheckFailed, FpgagenError
+from ..errors import EXIT_INTERRUPTED, INTERRUPTED, CheckFailed, FpgagenError
 
-EXIT_INTERNAL, EXIT_INTERRUPTED = 3, 130
+EXIT_INTERNAL = 3
 
 
 class _App(click.Group):
@@ -29,7 +29,7 @@ class _App(click.Group):
             click.secho(f"check failed: {exc}", err=True, fg="red")
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
-            click.secho("interrupted; no partial output is left behind", err=True, fg="red")
+            click.secho(INTERRUPTED, err=True, fg="red")
             ctx.exit(EXIT_INTERRUPTED)
         except OSError as exc:
             # The file system refused (permissions, a full disk, a path that cannot be made): bad input.

@@ -8,14 +8,14 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..errors import FpgagenError
+from ..errors import EXIT_INTERRUPTED, FpgagenError
 from ..numerics import DEFAULT_PRECISION
 from ..schedule.boards import builtin_boards
 from ..simulate import SIMULATORS
 from ..sweep.grid import parse_grid
 from ..sweep.point import CHECKS, OK
 from ..sweep.records import PAGE, RECORDS, check_outdir, clear_outdir
-from . import EXIT_INTERRUPTED, app
+from . import app
 from .common import calib_option, err, model_argument, out
 
 
