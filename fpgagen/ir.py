@@ -165,6 +165,9 @@ class Model:
     precision: Precision | None = None  # None until quantized
     input_format: FixedFormat | None = None
     schedule: Schedule | None = None  # None until scheduled
+    # the float type of the model file's input, output and constants, which a model fpgagen
+    # writes (prune, share) keeps: float16, float32 or float64
+    element_type: str = "float32"
 
     @property
     def in_features(self) -> int:

@@ -572,3 +572,26 @@ def test_written_model_reads_back_identical_and_runs_in_onnxruntime(seed, names,
     assert np.array_equal(GoldenModel(back).predict(flatten_inputs(back, inputs)), expected)
     reference = onnxruntime_outputs(path, inputs)
     assert np.max(np.abs(expected - reference)) <= TOLERANCE * np.max(np.abs(reference))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_a_written_model_keeps_the_float_type_of_the_model_read(dtype, tmp_path):
+    """A float16 or float64 model that fpgagen writes back (prune, share) still takes its inputs in
+    that type: onnxruntime refuses float32 inputs where a model declares another float type."""
+    elem_type = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    graph = helper.make_graph(
+        [node("MatMul", ["x", "W"], "m", "mm"), node("Add", ["m", "b"], "y", "bias")],
+        "typed",
+        [helper.make_tensor_value_info("x", elem_type, ["N", 4])],
+        [helper.make_tensor_value_info("y", elem_type, ["N", 3])],
+        [numpy_helper.from_array(W.astype(dtype), "W"), numpy_helper.from_array(BIAS.astype(dtype), "b")],
+    )
+    source = tmp_path / "typed.onnx"
+    opsets = [helper.make_opsetid("", 17)]
+    onnx.save(helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets)), source)
+    model = read_onnx(source)
+    assert model.element_type == np.dtype(dtype).name
+    written = tmp_path / "written.onnx"
+    write_onnx(model, written)
+    inputs = np.random.default_rng(3).standard_normal((5, 4)).astype(dtype)
+    assert np.array_equal(onnxruntime_outputs(written, inputs), onnxruntime_outputs(source, inputs))

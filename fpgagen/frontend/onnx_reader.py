@@ -51,6 +51,7 @@ def read_onnx(path: Path) -> Model:
         input_name=input_info.name,
         output_name=output_name,
         input_shape=input_shape,
+        element_type=_type_name(input_info.type.tensor_type.elem_type),
     )
 
 

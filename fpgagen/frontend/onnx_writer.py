@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from ..atomic import atomic_file
 from ..ir import Layer, Model
@@ -23,8 +23,10 @@ SPARSE_WHEN_DENSE_BYTES_EXCEED = 64 << 20
 
 def model_proto(model: Model, sparse: bool | None = None) -> onnx.ModelProto:
     """The ONNX form of `model`; `sparse=None` picks sparse initializers for large sparse weights."""
+    dtype = np.dtype(model.element_type)
+    elem_type = helper.np_dtype_to_tensor_dtype(dtype)
     if sparse is None:
-        dense_bytes = sum(layer.in_features * layer.out_features * 4 for layer in model.layers)
+        dense_bytes = sum(layer.in_features * layer.out_features * dtype.itemsize for layer in model.layers)
         sparse = dense_bytes > SPARSE_WHEN_DENSE_BYTES_EXCEED
     nodes, dense, sparse_inits = [], [], []
     names = _TensorNames(model.input_name, model.output_name)
@@ -34,14 +36,14 @@ def model_proto(model: Model, sparse: bool | None = None) -> onnx.ModelProto:
         nodes.append(helper.make_node("Flatten", [current], [flat], name="flatten", axis=1))
         current = flat
     for layer in model.layers:
-        current = _layer_nodes(layer, current, nodes, dense, sparse_inits, sparse, names)
+        current = _layer_nodes(layer, current, nodes, dense, sparse_inits, sparse, names, dtype)
     nodes[-1].output[0] = model.output_name
     batch = "batch"
     graph = helper.make_graph(
         nodes,
         model.name,
-        [helper.make_tensor_value_info(model.input_name, TensorProto.FLOAT, [batch, *model.input_shape])],
-        [helper.make_tensor_value_info(model.output_name, TensorProto.FLOAT, [batch, model.out_features])],
+        [helper.make_tensor_value_info(model.input_name, elem_type, [batch, *model.input_shape])],
+        [helper.make_tensor_value_info(model.output_name, elem_type, [batch, model.out_features])],
         initializer=dense,
         sparse_initializer=sparse_inits,
     )
@@ -77,22 +79,29 @@ class _TensorNames:
 
 
 def _layer_nodes(
-    layer: Layer, current: str, nodes: list, dense: list, sparse_inits: list, sparse: bool, names: _TensorNames
+    layer: Layer,
+    current: str,
+    nodes: list,
+    dense: list,
+    sparse_inits: list,
+    sparse: bool,
+    names: _TensorNames,
+    dtype: np.dtype,
 ) -> str:
     prefix = layer.name
     weight_name = names(f"{prefix}_W")
     if sparse:
         coo = layer.weights.tocoo()
-        values = numpy_helper.from_array(coo.data.astype(np.float32), weight_name)
+        values = numpy_helper.from_array(coo.data.astype(dtype), weight_name)
         positions = coo.row.astype(np.int64) * layer.out_features + coo.col.astype(np.int64)
         indices = numpy_helper.from_array(positions, names(f"{weight_name}_indices"))
         sparse_inits.append(helper.make_sparse_tensor(values, indices, list(layer.weights.shape)))
     else:
-        dense.append(numpy_helper.from_array(layer.weights.toarray().astype(np.float32), weight_name))
+        dense.append(numpy_helper.from_array(layer.weights.toarray().astype(dtype), weight_name))
     current = _append(nodes, names, "MatMul", [current, weight_name], f"{prefix}_mm", prefix)
     if np.any(layer.bias != 0.0):
         bias_name = names(f"{prefix}_b")
-        dense.append(numpy_helper.from_array(layer.bias.astype(np.float32), bias_name))
+        dense.append(numpy_helper.from_array(layer.bias.astype(dtype), bias_name))
         current = _append(nodes, names, "Add", [current, bias_name], f"{prefix}_z", f"{prefix}_bias")
     act = layer.activation
     if act.kind == "relu":
@@ -104,7 +113,7 @@ def _layer_nodes(
                 bounds.append("")
             else:
                 name = names(wanted)
-                dense.append(numpy_helper.from_array(np.array(bound, dtype=np.float32), name))
+                dense.append(numpy_helper.from_array(np.array(bound, dtype=dtype), name))
                 bounds.append(name)
         current = _append(nodes, names, "Clip", [current, *bounds], f"{prefix}_y", f"{prefix}_clip")
     return current
