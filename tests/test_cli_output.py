@@ -75,6 +75,14 @@ def test_summaries_use_the_singular_for_one(tmp_path, run_cli):
     ]  # fmt: skip
 
 
+def test_a_design_path_with_a_space_is_warned_of_for_vitis_hls(gc_model, tmp_path, run_cli):
+    spaced = run_cli("compile", gc_model, "-o", tmp_path / "my designs" / "gc", "--vectors", 1)
+    assert spaced.exit_code == 0, spaced.stderr
+    assert "holds a space: Vitis HLS splits" in " ".join(spaced.stderr.split())
+    plain = run_cli("compile", gc_model, "-o", tmp_path / "gc", "--vectors", 1)
+    assert plain.exit_code == 0 and "holds a space" not in plain.stderr
+
+
 def test_prune_prints_json_on_request(gc_model, tmp_path, run_cli):
     result = run_cli("prune", gc_model, "-o", tmp_path / "pruned.onnx", "--sparsity", "0.99", "--json")
     assert result.exit_code == 0, result.stderr

@@ -105,6 +105,14 @@ def compile_command(
     )
     if summary.clock_note:
         err.print(f"note: {escape(summary.clock_note)}")
+    if any(character.isspace() for character in str(summary.outdir.resolve())):
+        # run_hls.tcl gives Vitis HLS this folder inside -cflags and -argv strings, which it splits
+        # at spaces; fpgagen's own csim and sim are not affected
+        err.print(
+            f"[yellow]warning:[/] {escape(str(summary.outdir.resolve()))} holds a space: Vitis HLS splits "
+            "run_hls.tcl's compiler flags and testbench arguments there; move the design to a path without "
+            "one before `vitis_hls -f hls/run_hls.tcl`"
+        )
     print_unproven(summary.model.schedule)
     vectors = read_vectors(summary.outdir / "vectors")
     out.print(f"  {plural(vectors.batch, 'test vector')}: {escape(vectors.source)}")
