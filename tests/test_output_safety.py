@@ -388,6 +388,18 @@ def test_ctrl_c_while_the_command_line_loads_exits_130_without_a_traceback():
     assert "Usage" not in interrupted.stdout
 
 
+def test_a_reader_that_goes_away_does_not_change_the_outcome(tmp_path):
+    """`fpgagen compile ... 2>&1 | head -1`: the design is written and the exit code is compile's."""
+    model = save_model(tmp_path / "model.onnx")
+    closed = subprocess.Popen(
+        [sys.executable, "-c", "from fpgagen.command import main; main()", "compile", model, "-o", tmp_path / "design"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    closed.stdout.close()  # before it prints anything
+    assert closed.wait(timeout=300) == 0
+    assert (tmp_path / "design" / "manifest.json").is_file()
+
+
 # -- exit codes -----------------------------------------------------------------------------------------
 
 

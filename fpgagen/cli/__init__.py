@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import traceback
 
 import click
@@ -65,8 +67,41 @@ def _terminate(signum: int, frame) -> None:
     raise KeyboardInterrupt  # cleaned up and reported like Ctrl-C
 
 
+class _Unbroken:
+    """A standard stream whose reader may go away (`fpgagen compile ... | head -1`): once the pipe
+    is broken, what is written goes to /dev/null, so the command still finishes its work and exits
+    with its own code (click would exit 1, which means a verification failed)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._discard()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._discard()
+
+    def _discard(self) -> None:
+        # The descriptor too, as the Python documentation advises for SIGPIPE: the interpreter
+        # flushes the original stream at exit, which would report the broken pipe again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())
+        os.close(devnull)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)  # isatty, fileno, encoding: what rich and click ask
+
+
 def main() -> None:
     signal.signal(signal.SIGTERM, _terminate)
+    sys.stdout, sys.stderr = _Unbroken(sys.stdout), _Unbroken(sys.stderr)
     app(prog_name="fpgagen")
 
 
