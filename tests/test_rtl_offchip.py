@@ -153,6 +153,11 @@ def test_every_batch_loads_its_tables_from_its_own_images(simulator, middle, run
     stage's image, and the load image of the last stage's weights in UltraRAM)."""
     results = simulate(run_cli, middle, simulator, "--move-images", "--keep-build")
     assert results["vectors"] == 8
+    # the counters are the second batch's, as in a run of one batch (they once summed both)
+    alone = simulate(run_cli, middle, simulator, "--keep-build")
+    for moved, single in zip(results["layers"], alone["layers"], strict=True):
+        assert moved["drain_cycles"] == single["drain_cycles"]
+        assert moved["busy_cycles"] == pytest.approx(single["busy_cycles"], rel=0.05)
 
 
 @pytest.mark.parametrize("part", ["weights", "bias"])
