@@ -238,10 +238,11 @@ def test_a_sequential_stage_runs_its_layers_one_pass_after_the_other():
     # a batch's first vector also waits for the load phase: the first beat, then a row-table entry
     # (3 + 5 rows) a cycle, or a bias row (3 + 1 addresses at P = 2) in two port beats of 16-bit slots
     assert cost.sequential_shape(0, 1, 2).slot.width == 16
-    assert stage.latency == stage.interval + MEMORY_LATENCY + (3 + 5) + (3 + 1) * 2
+    assert stage.latency == stage.interval and stage.load == MEMORY_LATENCY + (3 + 5) + (3 + 1) * 2
     assert estimate.bottleneck == max(stage.interval, estimate.reader.interval)
     assert estimate.interval >= estimate.bottleneck
-    assert estimate.latency == pytest.approx(estimate.reader.latency + stage.latency)
+    # the load runs from the batch's start, beside the reader
+    assert estimate.latency == pytest.approx(max(estimate.reader.latency, stage.load) + stage.latency)
     clock = BOARD.clock_mhz * 1e6
     assert estimate.vectors_per_s() == pytest.approx(10 * clock / (estimate.latency + 9 * estimate.interval))
     assert estimate.to_dict()["totals"]["throughput"]["edges_per_s"] == pytest.approx(
@@ -670,6 +671,10 @@ def test_a_batch_first_result_waits_for_the_loads_it_cannot_overlap():
     # two loads in a row: the second ends after both
     chain = (stage(100, 400), stage(50, 300), stage(20))
     assert DesignEstimate.first_result(10, chain) == MEMORY_LATENCY + 700 + 70
+    # sequential stages load their tables through their own readers, all from the batch's start
+    tables = StageEstimate(1, SEQUENTIAL, (1,), 1, 1, OFFCHIP, 1, 1.0, 50, Resources(), 900)
+    assert DesignEstimate.first_result(10, (stage(100), tables, tables)) == 900 + 50 + 50
+    assert DesignEstimate.first_result(10, (stage(1000), tables, tables)) == 1010 + 50 + 50
 
 
 def test_the_searched_latency_bounds_the_first_result_up_to_one_stage():
@@ -695,3 +700,24 @@ def test_the_searched_latency_bounds_the_first_result_up_to_one_stage():
         assert first <= bound + slack + 1e-9
         tight += first >= bound - 1e-9
     assert tight > 0  # the bound is reached, not just respected
+
+
+def test_a_sequential_stage_waits_for_a_slower_dataflow_stage_behind_a_shallow_channel():
+    """Its serializer emits no faster than the next stage takes the items, and the next vector's
+    first pass waits for the serializer; a deep channel holds the items and frees it."""
+    images = draw_images(64, 16, np.random.default_rng(3)).toarray()
+    model = quantize(network(64, 3), parse_precision("w8a16"), images)
+    cost = CostModel(model, BOARD, Activity.from_calibration(model, images))
+    sequential, slow = Stage(SEQUENTIAL, (0, 1), 16, OFFCHIP), Stage(DATAFLOW, (2,), 1, BRAM, 1)
+    alone = cost.stage(sequential)
+    # the passes' own cycles are what the scheduler priced the stage at
+    assert sum(cycles.held for cycles in cost.passes(sequential)) == pytest.approx(alone.held)
+    intake = cost.intake(slow)
+    last = cost.passes(sequential)[-1]
+    assert intake.mean() > 10 * last.outputs.mean()  # one PE takes far longer than the serializer alone
+    waiting = cost.passes(sequential, intake)
+    assert waiting[0].computes == pytest.approx(np.maximum(waiting[0].computes, intake - last.drain - L_PASS))
+    throttled = cost.estimate((sequential, slow), 8).stages[0]
+    assert throttled.interval == pytest.approx(float(sum(cycles.held for cycles in waiting).mean()))
+    assert throttled.interval > alone.interval
+    assert cost.estimate((sequential, slow), 8, deep_channels=BLOCK_RAM).stages[0].interval == alone.interval

@@ -78,9 +78,10 @@ def _run_options(cost: CostModel, run: tuple[int, ...], policy: str, pes: int | 
 
 
 def _key(option) -> tuple[float, ...]:
-    """What the brute force compares of a stage: resources, memory channels, interval, latency."""
+    """What the brute force compares of a stage: resources, memory channels, interval, and the
+    latency the scheduler counts."""
     channels = option.stage.channels if option.stage.mode == SEQUENTIAL else 0
-    return (*option.resources.as_tuple(), channels, option.interval, option.latency)
+    return (*option.resources.as_tuple(), channels, option.interval, _searched(option))
 
 
 def _undominated(options: list) -> list:
@@ -143,7 +144,7 @@ def brute_force(cost: CostModel, policy: str, objective: str, pes: int | None = 
         latency = np.full(shape, float(reader.latency))
         for i, opts in enumerate(options):
             interval = np.maximum(interval, _along(shape, i, [o.interval for o in opts]))
-            latency = latency + _along(shape, i, [max(o.latency, o.load) for o in opts])
+            latency = latency + _along(shape, i, [_searched(o) for o in opts])
         if not fits.any():
             continue
         primary, secondary = (interval, latency) if objective == "throughput" else (latency, interval)
@@ -162,9 +163,13 @@ def brute_force(cost: CostModel, policy: str, objective: str, pes: int | None = 
 
 
 def searched(estimate) -> float:
-    """The latency the scheduler minimizes: the reader's, and every stage's latency or load,
-    whichever is longer (cost_model.searched_latency)."""
-    return estimate.reader.latency + sum(max(stage.latency, stage.load) for stage in estimate.stages)
+    """The latency the scheduler minimizes (cost_model.searched_latency): the reader's, every
+    dataflow stage's latency or load, whichever is longer, every sequential stage's both."""
+    return estimate.reader.latency + sum(_searched(stage) for stage in estimate.stages)
+
+
+def _searched(stage) -> float:
+    return stage.latency + stage.load if stage.mode == SEQUENTIAL else max(stage.latency, stage.load)
 
 
 def _budget(cost: CostModel, quantile: float, channels: int) -> Board:
