@@ -105,11 +105,12 @@ def compile_command(
     )
     if summary.clock_note:
         err.print(f"note: {escape(summary.clock_note)}")
-    if any(character.isspace() for character in str(summary.outdir.resolve())):
+    where = str(summary.outdir.resolve())
+    if any(character.isspace() for character in where):
         # run_hls.tcl gives Vitis HLS this folder inside -cflags and -argv strings, which it splits
         # at spaces; fpgagen's own csim and sim are not affected
         err.print(
-            f"[yellow]warning:[/] {escape(str(summary.outdir.resolve()))} holds a space: Vitis HLS splits "
+            f"[yellow]warning:[/] {escape(where)} holds a space: Vitis HLS splits "
             "run_hls.tcl's compiler flags and testbench arguments there; move the design to a path without "
             "one before `vitis_hls -f hls/run_hls.tcl`"
         )

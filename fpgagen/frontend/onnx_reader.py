@@ -40,7 +40,8 @@ def read_onnx(path: Path) -> Model:
     input_shape = _input_shape(input_info, path)
     _single_assignment(graph, path)
     chain = _chain_nodes(graph, input_info.name, output_name, constants, path)
-    folder = _Folder(path, proto, opset, constants, input_shape, input_info.type.tensor_type.elem_type)
+    dtype = input_info.type.tensor_type.elem_type
+    folder = _Folder(path, proto, opset, constants, input_shape, dtype)
     for node in chain:
         folder.fold(node)
     layers = folder.finish()
@@ -51,7 +52,7 @@ def read_onnx(path: Path) -> Model:
         input_name=input_info.name,
         output_name=output_name,
         input_shape=input_shape,
-        element_type=_type_name(input_info.type.tensor_type.elem_type),
+        element_type=_type_name(dtype),
     )
 
 
@@ -261,7 +262,8 @@ def _single_assignment(graph: onnx.GraphProto, path: Path) -> None:
     initializer (which may also be listed as a graph input) or one node output. A Constant node
     that redefines an initializer is read one way by fpgagen and the other by onnxruntime."""
     initializers = [t.name for t in graph.initializer] + [t.values.name for t in graph.sparse_initializer]
-    inputs = [value.name for value in graph.input if value.name not in set(initializers)]
+    initialized = set(initializers)
+    inputs = [value.name for value in graph.input if value.name not in initialized]
     outputs = [name for node in graph.node for name in node.output if name]
     seen: set[str] = set()
     for name in [*inputs, *initializers, *outputs]:

@@ -900,7 +900,7 @@ class CostModel:
     def passes(self, stage: Stage, intake: np.ndarray | None = None) -> list[LayerCycles]:
         """The cycles of a sequential stage's layers as its passes follow each other. `intake`: per
         vector, how long the next stage takes to accept the stage's outputs through a shallow
-        channel, which its serializer cannot outrun (`throttled`)."""
+        channel, which its serializer cannot outrun (`throttle`)."""
         width = self.slot_width(stage)
         alone = [
             self.cycles(index, stage.pes, SEQUENTIAL, slot_width=width, channels=stage.channels)
@@ -916,15 +916,16 @@ class CostModel:
         they issue their rows."""
         return self.cycles(stage.layers[0], stage.pes, DATAFLOW, stage.units).computes
 
-    def throttled(self, stage: Stage, consumer: Stage) -> StageCost:
-        """A sequential stage whose outputs go to a dataflow `consumer` through a shallow channel:
-        its serializer emits them only as fast as the consumer takes them, and its next vector's
-        first pass waits for the serializer (docs/cost-model.md, "Designs"). A sequential stage
-        feeding a dataflow stage slower than its own last pass held 25% more cycles a vector in
-        Verilator (2,088) than its cost alone (1,674.5)."""
-        cost = self.stage(stage)
-        held = sum(cycles.held for cycles in self.passes(stage, self.intake(consumer)))
-        return replace(cost, interval=float(held.mean()), held=held)
+    def throttle(self, stage: Stage, consumer: Stage | None, deep_channels: str | None) -> np.ndarray | None:
+        """The `intake` of `stage`'s passes when its outputs go to a dataflow `consumer` through a
+        shallow channel, else None: its serializer emits them only as fast as the consumer takes
+        them, and its next vector's first pass waits for the serializer (docs/cost-model.md,
+        "Designs"). A sequential stage feeding a dataflow stage slower than its own last pass held
+        25% more cycles a vector in Verilator (2,088) than its cost alone (1,674.5). A deep channel
+        holds a vector's items."""
+        if stage.mode != SEQUENTIAL or consumer is None or consumer.mode != DATAFLOW or deep_channels:
+            return None
+        return self.intake(consumer)
 
     def sequential_shape(self, first: int, last: int, pes: int, channels: int = 1) -> SequentialShape:
         return SequentialShape.of(pes, [self.shape(index, pes) for index in range(first, last + 1)], channels)
@@ -1020,17 +1021,19 @@ class CostModel:
             reader = replace(reader, resources=reader.resources + self.reader_deepening(reader.lanes, deep_channels))
         held = [reader.held]
         for number, stage in enumerate(stages):
-            consumer = stages[number + 1] if number + 1 < len(stages) else None
-            throttled = stage.mode == SEQUENTIAL and consumer is not None and consumer.mode == DATAFLOW
-            throttled = throttled and not deep_channels  # a deep channel holds a vector's items
-            cost = self.throttled(stage, consumer) if throttled else self.stage(stage)
+            cost = self.stage(stage)
             if deep_channels:
                 cost = replace(cost, resources=cost.resources + self.output_deepening(stage, deep_channels))
-            held.append(cost.held)
             if stage.mode == DATAFLOW:
                 cycles = [self.cycles(stage.layers[0], stage.pes, DATAFLOW, stage.units)]
             else:
-                cycles = self.passes(stage, self.intake(consumer) if throttled else None)
+                consumer = stages[number + 1] if number + 1 < len(stages) else None
+                intake = self.throttle(stage, consumer, deep_channels)
+                cycles = self.passes(stage, intake)
+                if intake is not None:
+                    passes_held = sum(layer_cycles.held for layer_cycles in cycles)
+                    cost = replace(cost, interval=float(passes_held.mean()), held=passes_held)
+            held.append(cost.held)
             for index, layer_cycles in zip(stage.layers, cycles):
                 layer_estimates.append(
                     LayerEstimate(

@@ -13,9 +13,9 @@ program, solved with HiGHS (`scipy.optimize.milp`), is
     sum_c r_c x_c <= budget_r - reader_r       for r in DSP, BRAM, URAM, LUT, FF
     sum_{c sequential} channels_c x_c <= channels
 
-The latency, sum_c g_c x_c plus the reader's, is linear (g_c: a stage's latency or its load into
-UltraRAM, the longer: cost_model.searched_latency, which bounds the first result). The interval, max(reader, max_c t_c x_c),
-is a bottleneck: a min-max objective makes branch and bound crawl (its LP bound is weak and
+The latency, sum_c g_c x_c plus the reader's, is linear (g_c: cost_model.searched, a stage's
+latency with its load phase, whose sum bounds the first result: cost_model.searched_latency).
+The interval, max(reader, max_c t_c x_c), is a bottleneck: a min-max objective makes branch and bound crawl (its LP bound is weak and
 near-equal designs abound), so the least interval is found by bisection over the values t_c:
 "is there a design with every interval <= T?" is the program above over the candidates with
 t_c <= T, without objective. The throughput objective takes the least T, then the least latency
@@ -150,11 +150,11 @@ def _sooner(
     search: its design as it found it and as the throughput objective takes it (which may search
     again for room for deep channels, and find another)."""
     found = tuple(candidate.stage for candidate in solve(problem, "throughput", description))
-    designs = [
-        (stages, estimate),
-        deepening(problem, found, batch, "latency", description),  # deep channels where they fit
-        deepening(problem, found, batch, "throughput", description, candidates),
-    ]
+    taken = deepening(problem, found, batch, "throughput", description, candidates)
+    designs = [(stages, estimate)]
+    if taken[0] != found:  # its search for deep channels chose another design; else the two agree
+        designs.append(deepening(problem, found, batch, "latency", description))
+    designs.append(taken)
     return min(designs, key=lambda design: (design[1].latency, design[1].interval))
 
 
