@@ -11,8 +11,8 @@ import os
 import random
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge
+from tb_reset import reset
 
 PAGE = 4096  # bytes an AXI burst may not cross
 MAX_LEN = 256  # beats of an INCR burst
@@ -41,13 +41,7 @@ async def bursts_follow_the_axi_rules(dut, stall: float):
     rng = random.Random(f"{config['seed']} {stall}")
     requests = reads(rng, config["reads"], beat_bytes)
 
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    dut.rst.value = 1
-    for name in ("req_valid", "req_addr", "req_beats", "arready", "rvalid", "rlast", "rready"):
-        getattr(dut, name).value = 0
-    for _ in range(3):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
+    await reset(dut, ("req_valid", "req_addr", "req_beats", "arready", "rvalid", "rlast", "rready"))
 
     queue = list(requests)  # the request FIFO's contents, its head offered
     bursts = []  # (byte address, beats) of every AR handshake, in order

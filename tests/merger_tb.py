@@ -10,8 +10,8 @@ import random
 from collections import Counter
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge
+from tb_reset import reset
 
 VALUE_W = 16
 
@@ -59,15 +59,7 @@ async def merger_deals_by_the_rules(dut, stall: float):
         vectors.append(Counter(sent))
     sources = [Source(stream, stall, rng) for stream in streams]
 
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    dut.rst.value = 1
-    dut.enable.value = 0
-    dut.in_valid.value = 0
-    dut.in_item.value = 0
-    dut.out_room.value = 0
-    for _ in range(3):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
+    await reset(dut, ("enable", "in_valid", "in_item", "out_room"))
 
     received = [[] for _ in range(units)]  # per unit, its items in order
     vector_ends = 0

@@ -11,8 +11,10 @@ import dataclasses
 import importlib.util
 import itertools
 import json
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -230,6 +232,53 @@ def test_the_structure_check_finds_bad_loops_and_stream_indices():
         "line 5: in[pending % S] indexes an array of streams dynamically",
         "line 13: in[s + 1] indexes an array of streams dynamically",
     ]
+
+
+PE_PROBE = """#include "{top}.h"
+#include <cstdio>
+typedef {stages}::stage0::cfg cfg;
+// An entry of `x` times weight 1 at local address 0 (x = 0: an end entry).
+static cfg::entry_t entry(int x) {{
+    cfg::entry_t e(x == 0, x);
+    bool valid;
+    e.unpack_slot(static_cast<unsigned long long>(cfg::WEIGHT_BITS > 0 ? 1 : 0), valid);
+    return e;
+}}
+int main() {{
+    static hls::stream<cfg::entry_t> entries[cfg::UNITS][cfg::PES];
+    static cfg::acc_t acc[cfg::PES][cfg::ADDRESSES];
+    entries[0][0].write(entry(3));  // unit 0: vector 0, then already vector 1
+    entries[0][0].write(entry(0));
+    entries[0][0].write(entry(5));
+    entries[0][0].write(entry(0));
+    for (int u = 1; u < cfg::UNITS; ++u) {{
+        entries[u][0].write(entry(7));
+        entries[u][0].write(entry(0));
+    }}
+    for (int p = 1; p < cfg::PES; ++p)
+        for (int u = 0; u < cfg::UNITS; ++u) entries[u][p].write(entry(0));
+    fpgagen::pes<cfg>(entries, acc);
+    const long sum = static_cast<long>(acc[0][0]), expected = 3 + 7 * (cfg::UNITS - 1);
+    std::printf("sum %ld expected %ld, unit 0 left %d entries\\n", sum, expected, int(entries[0][0].size()));
+    return sum == expected && entries[0][0].size() == 2 ? 0 : 1;
+}}
+"""
+
+
+def test_a_pe_reads_no_fifo_past_its_end_entry(tmp_path):
+    """In the DATAFLOW region a unit may issue the next vector while the PEs still take this one's
+    entries (C simulation runs the processes one after the other and never shows it): the PEs must
+    leave a FIFO alone once its end entry has passed, else the next vector's entries join this
+    vector's sums, and its end entry counts as this vector's."""
+    model = pruned_mlp("probe", [19, 40, 9], [RELU, NONE], seed=7, density=0.4)
+    design = scheduled(model, "w8a16", (df(0, 4, 2), df(1, 4)), 4, np.ones((1, 19)))
+    hls = compile_design(design, tmp_path / "design", default_inputs(design, 4, seed=3)) / "hls"
+    (hls / "pe_probe.cpp").write_text(PE_PROBE.format(top=f"{design.name}_top", stages=f"{design.name}_stages"))
+    build = [os.environ.get("CXX", "g++"), "-O1", "-std=c++14", "-I.", "-Ishim", "pe_probe.cpp", "-o", "pe_probe"]
+    built = subprocess.run(build, check=False, cwd=hls, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-3000:]
+    probe = subprocess.run(["./pe_probe"], check=False, cwd=hls, capture_output=True, text=True)
+    assert probe.returncode == 0, probe.stdout
 
 
 def test_no_state_survives_a_call(mixed_design):

@@ -454,24 +454,30 @@ inline auto weigh(const Entry& e, std::true_type) -> decltype(e.x * Cfg::codeboo
     return e.x * Cfg::codebook[e.index()];
 }
 
-// The PEs (fg_pe.v): each takes one entry a cycle from the first of its K FIFOs that has one, at
-// its own pace, and adds x * w into its bank; the vector is whole when every PE has had K end
-// entries. `acc` is this vector's bank: a PIPO buffer, so the drain of one vector overlaps the
-// compute of the next (the RTL's two banks).
+// The PEs (fg_pe.v): each takes one entry a cycle from the first of its K FIFOs that has one of
+// this vector, at its own pace, and adds x * w into its bank; the vector is whole when every PE
+// has had K end entries. A FIFO is not read past its end entry: in the DATAFLOW region a unit may
+// already be issuing the next vector, whose entries belong to the next call (the RTL's PE takes
+// the oldest vector's entries first). `acc` is this vector's bank: a PIPO buffer, so the drain of
+// one vector overlaps the compute of the next (the RTL's two banks).
 template <class Cfg>
 void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
          typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES]) {
     typedef typename Cfg::entry_t entry_t;
     clear_banks<Cfg>(acc);
     history<Cfg::SUM_BITS, Cfg::LOCAL_BITS> h[Cfg::PES];
-    unsigned ends[Cfg::PES];
+    bool ended[Cfg::PES][Cfg::UNITS];  // FIFO u of PE p has passed this vector's end entry
 #pragma HLS ARRAY_PARTITION variable=h type=complete dim=0
-#pragma HLS ARRAY_PARTITION variable=ends type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=ended type=complete dim=0
     // fpgagen: not hot: once per vector, every PE at once (unrolled)
     for (int p = 0; p < Cfg::PES; ++p) {
 #pragma HLS UNROLL
         clear_history(h[p]);
-        ends[p] = 0;
+        // fpgagen: not hot: part of the loop above
+        for (int u = 0; u < Cfg::UNITS; ++u) {
+#pragma HLS UNROLL
+            ended[p][u] = false;
+        }
     }
     for (bool done = false; !done;) {
 #pragma HLS PIPELINE II=1
@@ -483,15 +489,16 @@ void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
             bool got = false;
             for (int u = 0; u < Cfg::UNITS; ++u) {
 #pragma HLS UNROLL
-                if (!got && ends[p] < unsigned(Cfg::UNITS)) {
-                    got = entries[u][p].read_nb(next);
+                if (!got && !ended[p][u] && entries[u][p].read_nb(next)) {
+                    got = true;
+                    ended[p][u] = next.end;
                 }
             }
-            if (got && next.end) {
-                ++ends[p];
-            }
             accumulate<Cfg::ADDRESSES>(acc[p], h[p], got && !next.end, next.local, weigh<Cfg>(next, std::integral_constant<bool, Cfg::INDEXED>()));
-            whole = whole && ends[p] == unsigned(Cfg::UNITS);
+            for (int u = 0; u < Cfg::UNITS; ++u) {
+#pragma HLS UNROLL
+                whole = whole && ended[p][u];
+            }
         }
         done = whole;
     }

@@ -1,14 +1,14 @@
 // One processing element (docs/engine.md, "Processing elements"): it owns the outputs of one
 // column of the relabelled layer and works at its own pace. Each issue unit writes it entries
-// {local, weight, x} through a FIFO of its own; the PE takes one entry per cycle from the first
-// FIFO that has one, multiplies, and adds into accumulator `local` of its bank. Entries are
+// {local, weight, x} through a FIFO of its own; the PE takes one entry per cycle, the oldest
+// vector's first, multiplies, and adds into accumulator `local` of its bank. Entries are
 // order-free (integer sums), so nothing but the FIFOs is shared with the other PEs.
 //
 // An entry carries neither its bank nor an end flag (docs/engine.md, "Processing elements"): only nonzero
 // activations are issued, so x = 0 marks an end entry, and a unit's vectors alternate between the
-// banks, so each FIFO's bank is a bit of the PE's own that flips as an end entry leaves it. Two
-// bits fewer an entry: 21 instead of 23 bits for a Graph Challenge layer at 32 to 60 PEs, three
-// columns of LUT RAM a FIFO instead of four.
+// banks, so the PE knows each entry's bank from the end entries it has seen. Two bits fewer an
+// entry: 21 instead of 23 bits for a Graph Challenge layer at 32 to 60 PEs, three columns of LUT
+// RAM a FIFO instead of four.
 //
 // With CB_W > 0 (a codebook, docs/engine.md "Weight encodings") an entry's W_BITS-bit field is an
 // index into CODEBOOK, the layer's weights as CB_W-bit constants, and the PE multiplies by the one it
@@ -110,34 +110,86 @@ module fg_pe #(
         end
     endgenerate
 
-    // Each head's zero test runs beside the choice, not after it: after it, the path from a FIFO's
-    // valid flag to e1_end took 8 LUT levels at K = 4 (Yosys), above the engine's 6.
-    reg [K-1:0] fifo_bank;              // the bank of FIFO k's head: flips as an end entry leaves
     wire [K-1:0] head_end;              // FIFO k's head is an end entry
     for (g = 0; g < K; g = g + 1) begin : g_end
         assign head_end[g] = head[g*ENTRY_W +: VALUE_W] == {VALUE_W{1'b0}};
     end
+    wire [K-1:0] passing = take & head_end;      // end entries leaving now
+    reg chosen_bank;                    // the bank of the entry taken
     integer k;
-    reg [ENTRY_W-1:0] chosen;
-    reg chosen_bank, chosen_end;
-    always @(*) begin
-        take = {K{1'b0}};
-        chosen = head[ENTRY_W-1:0];
-        chosen_bank = fifo_bank[0];
-        chosen_end = head_end[0];
-        for (k = K - 1; k >= 0; k = k - 1) begin
-            if (head_valid[k] && open) begin
-                take = {K{1'b0}};
-                take[k] = 1'b1;
-                chosen = head[k*ENTRY_W +: ENTRY_W];
-                chosen_bank = fifo_bank[k];
-                chosen_end = head_end[k];
+    generate
+        if (K == 1) begin : g_one
+            // the FIFO's vectors alternate between the banks: its bank flips as an end entry leaves
+            reg bank;
+            always @(*) begin
+                take = head_valid & {K{open}};
+                chosen_bank = bank;
+            end
+            always @(posedge clk) begin
+                if (rst) bank <= 1'b0;
+                else bank <= bank ^ passing[0];
+            end
+        end else begin : g_oldest_first
+            // The oldest vector's entries come first: a FIFO whose head is of the oldest vector
+            // this PE has not finished is `behind`, and the first such FIFO with an entry is taken,
+            // else the first with an entry. With the first FIFO always first, a unit a vector ahead
+            // kept the others' entries of the oldest vector waiting: its bank was whole, and
+            // drained, only when the newer vector's entries ran out (Graph Challenge 1024 x 8 at
+            // P = 64, K = 4: the first result after 5,345 cycles, 2,756 older first). The choice is
+            // a function of registers only (valid flags, `behind`, `open`), written as sums of
+            // products (as a priority chain, the path through it to the end flag took 6 LUT levels
+            // at K = 4, Yosys), and so is the entry's bank: the oldest vector's when a FIFO behind
+            // has an entry, else the next one's (no FIFO holds a later vector's entries while the
+            // oldest is not finished here: its unit waits for the oldest's bank to be drained).
+            reg [K-1:0] behind;         // FIFO k's head is of the oldest vector
+            reg [K-1:0] ahead;          // FIFO k has passed the end of the vector after it too
+            reg oldest;                 // the oldest vector's bank
+            integer j;
+            wire [K-1:0] waiting = head_valid & behind;
+            reg [K-1:0] take_waiting, take_any;  // the first waiting head, the first of all heads
+            always @(*) begin
+                for (k = 0; k < K; k = k + 1) begin
+                    take_waiting[k] = waiting[k];
+                    take_any[k] = head_valid[k];
+                    for (j = 0; j < k; j = j + 1) begin
+                        take_waiting[k] = take_waiting[k] && !waiting[j];
+                        take_any[k] = take_any[k] && !head_valid[j];
+                    end
+                    take[k] = open && (take_waiting[k] || (take_any[k] && waiting == {K{1'b0}}));
+                end
+                chosen_bank = (waiting != {K{1'b0}}) ? oldest : !oldest;
+            end
+            // `behind` falls as a FIFO's end entry of the oldest vector leaves it. A FIFO past that
+            // end may also pass the next vector's before the oldest is finished here (its unit is
+            // two ends ahead, `ahead`; the one after cannot start before the oldest is drained).
+            // The cycle after no FIFO is behind, the next vector is the oldest, and every FIFO but
+            // those is behind it: a cycle late, so that the test is of registers (deciding it on
+            // this cycle's ends took 6 LUT levels). Meanwhile no FIFO is preferred, which orders
+            // nothing wrongly.
+            wire [K-1:0] behind_next = behind & ~passing;
+            wire [K-1:0] ahead_next = ahead | (~behind & passing);
+            always @(posedge clk) begin
+                if (rst) begin
+                    behind <= {K{1'b1}};
+                    ahead <= {K{1'b0}};
+                    oldest <= 1'b0;
+                end else if (behind == {K{1'b0}}) begin
+                    behind <= ~ahead_next;
+                    ahead <= {K{1'b0}};
+                    oldest <= !oldest;
+                end else begin
+                    behind <= behind_next;
+                    ahead <= ahead_next;
+                end
             end
         end
-    end
-    always @(posedge clk) begin
-        if (rst) fifo_bank <= {K{1'b0}};
-        else fifo_bank <= fifo_bank ^ (take & head_end);
+    endgenerate
+    reg [ENTRY_W-1:0] chosen;
+    always @(*) begin  // the first FIFO's head unless another is taken (E1 is not valid then)
+        chosen = head[ENTRY_W-1:0];
+        for (k = 1; k < K; k = k + 1) begin
+            if (take[k]) chosen = head[k*ENTRY_W +: ENTRY_W];
+        end
     end
 
     // ---- MAC pipeline: E1 the entry, E2 its product --------------------------------------------------
@@ -179,7 +231,7 @@ module fg_pe #(
             e1_valid <= |take;
             e2_valid <= e1_valid;
         end
-        e1_end <= chosen_end;
+        e1_end <= |passing;
         e1_bank <= stacked_drain ? drain_bank : chosen_bank;
         e1_local <= stacked_drain ? drain_addr : chosen[ENTRY_W-1 -: LOCAL_W];
         e1_x <= chosen[VALUE_W-1:0];
