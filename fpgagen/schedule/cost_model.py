@@ -120,9 +120,10 @@ STACKED_LUT_PER_ACC_BIT, STACKED_FF_PER_ACC_BIT = 1.0, 2.8
 SINGLE_CYCLE_LUT_PER_ACC_BIT, SINGLE_CYCLE_FF_PER_ACC_BIT = 3.9, 7.7
 # A PE of K > 1 units takes the oldest vector's entries first (fg_pe.v): two flags a FIFO, the
 # oldest vector's bank, and the choice's wider sums of products. Not fitted: the difference Yosys
-# measures on one Graph Challenge PE (16 addresses of 22-bit sums, one-cycle) against the first
-# FIFO first: 8 LUTs and 3 FFs at K = 2, 7 and 5 at K = 4, none at K = 1.
-OLDEST_FIRST_LUT_PER_PE, OLDEST_FIRST_FF_PER_PE = 7.5, 4.0
+# measures against the first FIFO first, per PE of K > 1, on Graph Challenge 1024 x 3 all dataflow
+# at P = 16, 40 and 64 and the test MLP positions_only: 7.9 to 13.7 LUTs and 4.3 to 5.0 FFs (one
+# PE alone: 8 and 3 at K = 2, 7 and 5 at K = 4; none at K = 1).
+OLDEST_FIRST_LUT_PER_PE, OLDEST_FIRST_FF_PER_PE = 10.0, 5.0
 # passes of the activity's sample through a design with deep channels (CostModel.design_interval)
 TANDEM_PASSES = 4
 # Vectors a stage finishes ahead of the next through a deep channel (CostModel.design_interval):
