@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections import Counter
 
 import cocotb
 from cocotb.triggers import FallingEdge, RisingEdge
@@ -35,12 +36,14 @@ class Harness:
         self.cycle = 0
         self._drain: list[int] = []  # local addresses left to read of the bank being drained
         self._reading: list[tuple[int, int]] = []  # (cycle the sum is due, local address)
-        self._current: list[int] = []
+        self._current: list[int] = []  # the sums read so far of the bank being drained
+        self._queued: Counter[int] = Counter()  # per vector, its entries not yet written
         self.held: set[int] = set()  # units that may not write yet
 
     def write(self, unit: int, vector: int, entries: list[tuple[int, int]]) -> None:
         """Queue a vector's entries (local, x != 0) at a unit, and its end entry."""
         self.queues[unit] += [(vector, local, x) for local, x in entries] + [(vector, 0, 0)]
+        self._queued[vector] += len(entries) + 1
 
     async def run(self, vectors: int, cycles: int) -> None:
         """Cycles until `vectors` vectors are drained, at most `cycles` of them in all."""
@@ -61,8 +64,7 @@ class Harness:
             self._current = [0] * self.addresses
         if self._reading and self._reading[0][0] == self.cycle:
             _, local = self._reading.pop(0)
-            value = int(dut.sum.value)
-            self._current[local] = value - (1 << self.sum_w) if value >> (self.sum_w - 1) else value
+            self._current[local] = signed(int(dut.sum.value), self.sum_w)
         drained = 0
         if self._drain:
             local = self._drain.pop(0)
@@ -84,7 +86,8 @@ class Harness:
             vector, local, x = queue.pop(0)
             entries |= (local << VALUE_W | x) << (unit * self.entry_w)
             writes |= 1 << unit
-            if not any(v == vector for q in self.queues for v, _, _ in q):
+            self._queued[vector] -= 1
+            if self._queued[vector] == 0:
                 self.written_at[vector] = self.cycle
         dut.in_entry.value, dut.in_write.value = entries, writes
         await RisingEdge(dut.clk)
@@ -101,8 +104,7 @@ def expected_sums(entries: list[tuple[int, int]], addresses: int, sum_w: int) ->
     sums = [0] * addresses
     for local, x in entries:
         sums[local] += x
-    half = 1 << (sum_w - 1)
-    return [(s + half) % (1 << sum_w) - half for s in sums]  # the sums wrap, which is exact
+    return [signed(s & ((1 << sum_w) - 1), sum_w) for s in sums]  # the sums wrap, which is exact
 
 
 def nonzero_value(rng: random.Random) -> int:
@@ -110,8 +112,9 @@ def nonzero_value(rng: random.Random) -> int:
     return rng.randrange(1, 1 << VALUE_W)
 
 
-def as_signed(bits: int) -> int:
-    return bits - (1 << VALUE_W) if bits >> (VALUE_W - 1) else bits
+def signed(bits: int, width: int) -> int:
+    """The value of `width` two's-complement bits."""
+    return bits - (1 << width) if bits >> (width - 1) else bits
 
 
 @cocotb.test()
@@ -130,7 +133,7 @@ async def pe_sums_every_vector(dut, stall: float):
             count = rng.choice([0, 1, rng.randrange(2, 20), rng.randrange(20, 150)])
             entries = [(rng.randrange(config["ADDRESSES"]), nonzero_value(rng)) for _ in range(count)]
             harness.write(unit, v, entries)
-            whole += [(local, as_signed(x)) for local, x in entries]
+            whole += [(local, signed(x, VALUE_W)) for local, x in entries]
         vectors.append(expected_sums(whole, config["ADDRESSES"], config["SUM_W"]))
     await harness.run(len(vectors), 20000)
     assert harness.sums == vectors
@@ -170,6 +173,6 @@ async def pe_finishes_the_oldest_vector_first(dut):
     )
 
     def sums(vector: list[tuple[int, int]]) -> list[int]:
-        return expected_sums([(local, as_signed(x)) for local, x in vector], addresses, sum_w)
+        return expected_sums([(local, signed(x, VALUE_W)) for local, x in vector], addresses, sum_w)
 
     assert harness.sums == [sums([entry for unit in vector0 for entry in unit]), sums(vector1)]

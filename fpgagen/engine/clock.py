@@ -7,8 +7,8 @@ fabric is slower, about 6 levels at 200 MHz. These are planning figures, not tim
 place and route (Vivado) decides the clock. What fpgagen does measure is the logic depth, on the
 Yosys netlists of `fpgagen synth` and bench/bench_timing.py. ENGINE_LEVELS is the engine's target:
 bench/results/timing.json has 6 on the Graph Challenge designs at P=16, 40 and 64 (the PE's choice
-of FIFO) and 6 sequential, but 7 on one of the tests' small designs (a bias ROM's read, which abc9 maps as a chain of LUT2s),
-so the credit is not yet earned everywhere.
+of FIFO) and 6 sequential, but 7 on one of the tests' small designs (a bias ROM's read, which abc9
+maps as a chain of LUT2s), so the credit is not yet earned everywhere.
 """
 
 from __future__ import annotations

@@ -137,8 +137,8 @@ module fg_pe #(
             // drained, only when the newer vector's entries ran out (Graph Challenge 1024 x 8 at
             // P = 64, K = 4: the first result after 5,345 cycles, 2,756 older first). The choice is
             // a function of registers only (valid flags, `behind`, `open`), written as sums of
-            // products (as a priority chain, the path through it to the end flag took 6 LUT levels
-            // at K = 4, Yosys), and so is the entry's bank: the oldest vector's when a FIFO behind
+            // products; it is the longest path of the Graph Challenge designs, 6 LUT levels at K = 4
+            // (Yosys). So is the entry's bank: the oldest vector's when a FIFO behind
             // has an entry, else the next one's (no FIFO holds a later vector's entries while the
             // oldest is not finished here: its unit waits for the oldest's bank to be drained).
             reg [K-1:0] behind;         // FIFO k's head is of the oldest vector
@@ -163,9 +163,8 @@ module fg_pe #(
             // end may also pass the next vector's before the oldest is finished here (its unit is
             // two ends ahead, `ahead`; the one after cannot start before the oldest is drained).
             // The cycle after no FIFO is behind, the next vector is the oldest, and every FIFO but
-            // those is behind it: a cycle late, so that the test is of registers (deciding it on
-            // this cycle's ends took 6 LUT levels). Meanwhile no FIFO is preferred, which orders
-            // nothing wrongly.
+            // those is behind it: a cycle late, so that the test is of registers, not of this
+            // cycle's choice. Meanwhile no FIFO is preferred, which orders nothing wrongly.
             wire [K-1:0] behind_next = behind & ~passing;
             wire [K-1:0] ahead_next = ahead | (~behind & passing);
             always @(posedge clk) begin
