@@ -493,12 +493,9 @@ void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
                     got = true;
                     ended[p][u] = next.end;
                 }
+                whole = whole && ended[p][u];  // FIFO u is final for this cycle: only u sets it
             }
             accumulate<Cfg::ADDRESSES>(acc[p], h[p], got && !next.end, next.local, weigh<Cfg>(next, std::integral_constant<bool, Cfg::INDEXED>()));
-            for (int u = 0; u < Cfg::UNITS; ++u) {
-#pragma HLS UNROLL
-                whole = whole && ended[p][u];
-            }
         }
         done = whole;
     }
