@@ -83,8 +83,8 @@ module fg_reader #(
                 for (b = 0; b < G; b = b + 1) count = count + w1_mask[s*G + b];
             end
             always @(posedge clk) w2_count <= count;
-            wire [WORD_W-1:0] word = end_word ? {1'b1, {(WORD_W - 1){1'b0}}}
-                : {1'b0, w2_t, w2_count, w2_mask[s*G +: G], w2_values[s*G*VALUE_W +: G*VALUE_W]};
+            // an end word is its flag, the rest whatever W2 holds (fg_stage.v)
+            wire [WORD_W-1:0] word = {end_word, w2_t, w2_count, w2_mask[s*G +: G], w2_values[s*G*VALUE_W +: G*VALUE_W]};
             wire [WORD_W-1:0] head;
             wire head_valid, head_pop;
             /* verilator lint_off PINCONNECTEMPTY */

@@ -645,7 +645,8 @@ module fg_seq_stage #(
     // the pass before). A stage whose only layer drains dense beats has none.
     generate
         if (DENSE == 0 || LAYERS > 1) begin : g_serialize
-            wire [WORD_W-1:0] word = end_word ? {1'b1, {(WORD_W - 1){1'b0}}} : {1'b0, w2_addr, w2_count, w2_mask, w2_values};
+            // an end word is its flag, the rest whatever W2 holds (fg_stage.v)
+            wire [WORD_W-1:0] word = {end_word, w2_addr, w2_count, w2_mask, w2_values};
             wire [WORD_W-1:0] head;
             wire head_valid, head_pop;
             /* verilator lint_off PINCONNECTEMPTY */

@@ -6,7 +6,8 @@
 // OFFSET + G <= STRIDE. When STRIDE is a power of two (an input beat, a sequential stage, most
 // dataflow stages) the index is a concatenation; otherwise (a dataflow stage of, say, 40 PEs) the
 // word's first index is computed as the word is taken, and each value's index is that plus its
-// position. An end word (end set) becomes one end item: the vector is over on this sub-channel.
+// position. An end word (end set; its other fields are not read) becomes one end item: the vector
+// is over on this sub-channel.
 module fg_serializer #(
     parameter integer G = 1,            // values per word
     parameter integer GB = 1,           // bits of a value's position: max(1, log2(G))
@@ -103,7 +104,8 @@ module fg_serializer #(
             if (word_pop) held <= 1'b1;
             else if (done) held <= 1'b0;
         end
-        item <= {emit_end, index[IDX_W-1:0], emit_end ? {VALUE_W{1'b0}} : value};
+        // an end item is {1, 0, 0}: its word's other fields are left over from the word before
+        item <= {emit_end, emit_end ? {IDX_W{1'b0}} : index[IDX_W-1:0], emit_end ? {VALUE_W{1'b0}} : value};
         if (word_pop) begin
             {end_w, base_w, count, pending, values} <= word;
             sel <= word_mask & ~(word_mask - 1'b1);

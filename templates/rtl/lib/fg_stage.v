@@ -409,8 +409,9 @@ module fg_stage #(
                     for (b = 0; b < G; b = b + 1) count = count + w1_mask[c*G + b];
                 end
                 always @(posedge clk) w2_count <= count;
-                wire [WORD_W-1:0] word = end_word ? {1'b1, {(WORD_W - 1){1'b0}}}
-                    : {1'b0, w2_addr, w2_count, w2_mask[c*G +: G], w2_values[c*G*VALUE_W +: G*VALUE_W]};
+                // An end word is its flag: the serializer reads nothing else of it, so the rest is
+                // whatever W2 holds, and no multiplexer (a LUT a bit) clears it.
+                wire [WORD_W-1:0] word = {end_word, w2_addr, w2_count, w2_mask[c*G +: G], w2_values[c*G*VALUE_W +: G*VALUE_W]};
                 wire [WORD_W-1:0] head;
                 wire head_valid, head_pop;
                 /* verilator lint_off PINCONNECTEMPTY */
