@@ -138,7 +138,8 @@ TANDEM_PASSES = 4
 # depth. Graph Challenge 1024 x 8, its 32 images four times: at P = 32, K = 2 (the channels' vectors
 # up to 513 items a sub-channel) 676.0 cycles a vector with 512, 1024 and 2048 items alike, modelled
 # 682.2 (2 ahead), 639.0 (4 ahead), 721.7 (1 ahead); at P = 64, K = 4 (257 items), 512 items: 357.5,
-# modelled 348.9 (2 ahead)
+# modelled 348.9 (2 ahead). What holds a stage is its drain's word FIFO, not the channel (docs/engine.md,
+# "Deep channels"): with 128-word FIFOs instead of 32 the RTL ran as the line does 3 or more ahead.
 DEEP_CHANNEL_AHEAD = 2
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "PE x unit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, PE_FIFO_LUT, UNIT_LUT, STAGE_LUT)
