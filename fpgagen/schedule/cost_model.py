@@ -124,13 +124,6 @@ SINGLE_CYCLE_LUT_PER_ACC_BIT, SINGLE_CYCLE_FF_PER_ACC_BIT = 3.9, 7.7
 # at P = 16, 40 and 64 and the test MLP positions_only: 7.9 to 13.7 LUTs and 4.3 to 5.0 FFs (one
 # PE alone: 8 and 3 at K = 2, 7 and 5 at K = 4; none at K = 1).
 OLDEST_FIRST_LUT_PER_PE, OLDEST_FIRST_FF_PER_PE = 10.0, 5.0
-# A drain once cleared every bit of a vector's end word but its flag, a LUT a bit, and the fitted
-# terms above hold those LUTs; an end word is now its flag alone (fg_stage.v), so each drained-words
-# FIFO's width but one comes off them (`uncleared_end_words`). Counted, not fitted. The reader's end
-# words lost their clearing too, but its fitted logic has no LUTs to take them from (READER_LOGIC):
-# the model keeps them, a few hundred LUTs a design on the safe side. Yosys, before and after, on
-# Graph Challenge 1024 x 3: all dataflow at P = 64, K = 4, 2,498 LUTs fewer (counted: 2,248 in the
-# drains, 308 in the reader); one sequential stage at P = 32, 832 (counted: 555 and 308).
 # passes of the activity's sample through a design with deep channels (CostModel.design_interval)
 TANDEM_PASSES = 4
 # Vectors a stage finishes ahead of the next through a deep channel (CostModel.design_interval):
@@ -242,6 +235,13 @@ def total(memories: list[Memory]) -> Resources:
     return sum((price(memory) for memory in memories), Resources())
 
 
+# A drain once cleared every bit of a vector's end word but its flag, a LUT a bit, and the fitted
+# logic terms hold those LUTs; an end word is now its flag alone (fg_stage.v), so each drained-words
+# FIFO's width but one comes off them. Counted, not fitted. The reader's end words lost their
+# clearing too, but its fitted logic has no LUTs to take them from (READER_LOGIC): the model keeps
+# them, a few hundred LUTs a design on the safe side. Yosys, before and after, on Graph Challenge
+# 1024 x 3: all dataflow at P = 64, K = 4, 2,498 LUTs fewer (counted: 2,248 in the drains, 308 in
+# the reader); one sequential stage at P = 32, 832 (counted: 555 and 308).
 def uncleared_end_words(memories: list[Memory]) -> Resources:
     """The LUTs the fitted terms hold for clearing a drain's end words, which the engine no longer
     spends: negative, one a bit of each drained-words FIFO's width but its end flag."""
