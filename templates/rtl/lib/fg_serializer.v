@@ -105,7 +105,7 @@ module fg_serializer #(
             else if (done) held <= 1'b0;
         end
         // an end item is {1, 0, 0}: its word's other fields are left over from the word before
-        item <= {emit_end, emit_end ? {IDX_W{1'b0}} : index[IDX_W-1:0], emit_end ? {VALUE_W{1'b0}} : value};
+        item <= emit_end ? {1'b1, {(ITEM_W - 1){1'b0}}} : {1'b0, index[IDX_W-1:0], value};
         if (word_pop) begin
             {end_w, base_w, count, pending, values} <= word;
             sel <= word_mask & ~(word_mask - 1'b1);
