@@ -1,8 +1,9 @@
 """The cost model's resource estimates against Yosys synthesis (`synth_xilinx -family xcup`).
 
-Synthesizes twelve designs (3 layers of Graph Challenge 1024 all-dataflow with 8, 16 and 64 PEs
-and all-sequential with 16 at w8a16, all-dataflow with 16 PEs at w4a8 and w16a16: the dataflow ones
-positions only, every weight being alike; the six pruned MLPs of the tests that mix the modes, lane
+Synthesizes thirteen designs (3 layers of Graph Challenge 1024 all-dataflow with 8, 16 and 64 PEs
+and all-sequential with 16 at w8a16, all-dataflow with 16 PEs at w4a8 and w16a16, all-dataflow at
+the scheduler's configuration for GC 1024 x 120, P = 40 and K = 2: the dataflow ones positions
+only, every weight being alike; the six pruned MLPs of the tests that mix the modes, lane
 counts, precisions, w4a8 to w16a16, and weight encodings),
 prints estimate / Yosys per resource, and refits the logic constants of
 fpgagen/schedule/cost_model.py (`engine_logic`: per PE and accumulator bit, per PE and entry bit,
@@ -10,7 +11,7 @@ per fed PE and slot bit, per entry FIFO, per issue unit, per stage) by non-negat
 relative to each design's total, printing the ratios the fitted constants would give, so a change to
 the RTL can be followed by a recalibration. Writes bench/results/resources.json. Takes over an hour
 without cached counts (1 h 46 min on 2026-11-28 with the machine busy, the 64-PE design about an
-hour of it); Yosys's counts are kept by a hash of the RTL (bench/work/resources/yosys.json), so a re-run after a change
+hour of it; 51 min of Yosys in the run after, 25 of them the 64-PE design); Yosys's counts are kept by a hash of the RTL (bench/work/resources/yosys.json), so a re-run after a change
 to the cost model alone, which leaves the RTL byte-identical, synthesizes nothing again.
 
 Graph Challenge weights all have one value, so Yosys drops the constant columns of their ROMs:
@@ -39,7 +40,9 @@ from fpgagen.engine.memory import Memory
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.manifest import read_manifest
+from fpgagen.prepare import FrontOptions, prepare
 from fpgagen.schedule.apply import apply_schedule
+from fpgagen.schedule.boards import load_board
 from fpgagen.schedule.cost_model import (
     CHANNEL_FF,
     CHANNEL_LUT,
@@ -92,6 +95,19 @@ def gc_designs(work: Path) -> list[Path]:
             sys.exit(f"compile failed: {result.stderr}")
         folders.append(outdir)
     return folders
+
+
+def gc_scheduler_design(work: Path) -> Path:
+    """Graph Challenge 1024 x 3 at the configuration the scheduler gives most layers of Graph
+    Challenge 1024 x 120 on the U280 (bench_schedule: P = 40, K = 2, weights in block RAM): on three
+    layers it would take K = 4, so the units are set on its schedule."""
+    outdir = work / "gc_dataflow_40_k2_w8a16"
+    shutil.rmtree(outdir, ignore_errors=True)
+    front = FrontOptions(precision="w8a16", policy="dataflow", pes=40, calib=work / "images.npy")
+    model = prepare(work / "gc1024x3.onnx", load_board("u280"), front).model
+    stages = tuple(replace(stage, units=2) for stage in model.schedule.stages)
+    model = apply_schedule(model, replace(model.schedule, stages=stages, estimate=None))
+    return compile_design(model, outdir, np.load(work / "images.npy")[:2])
 
 
 def synthesized(folder: Path, cache: dict) -> dict:
@@ -182,7 +198,7 @@ def logic_features(manifest: dict) -> list[float]:
 def main() -> int:
     work = HERE / "work" / "resources"
     work.mkdir(parents=True, exist_ok=True)
-    folders = gc_designs(work)
+    folders = [*gc_designs(work), gc_scheduler_design(work)]
     for case in MLP_CASES:  # compiled afresh, so their estimates follow the current constants
         shutil.rmtree(work / case, ignore_errors=True)
         folders.append(mlp_design(case, work / case, count=2))

@@ -12,6 +12,7 @@ from fpgagen.engine import geometry
 from fpgagen.engine.encoding import Encoding, encoding_of
 from fpgagen.engine.geometry import (
     ACTIVATION_DEPTH,
+    BALANCED_PE_FIFO_DEPTH,
     CHANNEL_DEPTH,
     DESCRIPTOR_FIELD_BITS,
     DESCRIPTOR_FIELDS,
@@ -68,7 +69,6 @@ from fpgagen.schedule.cost_model import (
     price,
     searched_latency,
     total,
-    uncleared_end_words,
 )
 from fpgagen.schedule.scheduler import Problem, deepening
 from fpgagen.schedule.work import place
@@ -337,6 +337,17 @@ def test_a_second_read_port_is_free_in_block_ram_and_a_copy_in_lutram():
     assert shallow.kind == LUTRAM and price(shared) == price(shallow) * 2
 
 
+def test_a_pe_queues_deeper_for_a_layer_whose_rows_load_one_pe_with_more_than_two_entries():
+    cost = hand_cost()
+
+    def depth(pes: int) -> int:
+        return {m.role: m for m in cost.dataflow_memories(0, pes, 1)}["PE entries"].depth
+
+    assert (cost.shape(0, 1).max_row_beats, depth(1)) == (3, PE_FIFO_DEPTH)  # row 0: three entries on PE 0
+    assert (cost.shape(0, 2).max_row_beats, depth(2)) == (2, BALANCED_PE_FIFO_DEPTH)
+    assert BALANCED_PE_FIFO_DEPTH < PE_FIFO_DEPTH
+
+
 def test_a_dataflow_stage_is_its_memories_and_its_engine():
     cost = hand_cost()
     acc = cost.model.layers[0].numerics.acc_bits
@@ -353,7 +364,8 @@ def test_a_dataflow_stage_is_its_memories_and_its_engine():
     assert price(memories["bias"]) == Resources()
     assert (memories["accumulators"].count, memories["accumulators"].depth) == (4, 3)  # two banks a PE
     entries = memories["PE entries"]
-    assert (entries.count, entries.depth, entries.width) == (2 * 2, PE_FIFO_DEPTH, 2 + 3 + 16)  # {local, index, x}
+    # {local, index, x}; no row puts more than two entries on a PE: the shallow queue
+    assert (entries.count, entries.depth, entries.width) == (2 * 2, BALANCED_PE_FIFO_DEPTH, 2 + 3 + 16)
     # the next stage's channel: one sub-channel per unit, items {end, index 0..4, value}
     assert (memories["output items"].count, memories["output items"].depth, memories["output items"].width) == (
         2, CHANNEL_DEPTH, 1 + 3 + 16
@@ -362,11 +374,9 @@ def test_a_dataflow_stage_is_its_memories_and_its_engine():
     shape = LogicShape(2, 2, 2, acc, entries.width, 1 + 2 + 3, 2, 8)
     logic = engine_logic(shape)
     assert logic.lut == engine_logic(replace(shape, lookup_luts=0)).lut + 2 * 8
-    # a word {end, local 0..2, count 0..1, mask, value} per group; an end word is its flag alone,
-    # so the LUTs that cleared its other 20 bits, which the fitted terms hold, come off
+    # a word {end, local 0..2, count 0..1, mask, value} per group
     assert memories["drained words"].width == 1 + 2 + 1 + 1 + 16
-    cleared = Resources(lut=2 * 20)
-    assert cost.dataflow(0, 2, 2).resources == total(list(memories.values())) + logic - cleared
+    assert cost.dataflow(0, 2, 2).resources == total(list(memories.values())) + logic
     assert logic.dsp == 2
     # the model's last layer drains dense beats into the FIFO in front of the AXI stream
     last = {m.role: m for m in cost.dataflow_memories(1, 2, 1)}
@@ -399,8 +409,7 @@ def test_a_sequential_stage_stacks_its_tables_and_shares_one_engine_for_its_wide
     entry = found["PE entries"].width
     logic = LogicShape(2, 2, 1, acc, entry, 1 + 2 + 8, 2)  # slots {valid, local 0..2, weight}
     load = cost.sequential_shape(0, 1, 2).load_register_bits  # the load phase's registers
-    cleared = Resources(lut=found["drained words"].width - 1)  # its end words' other bits (see above)
-    assert cost.sequential(0, 1, 2).resources == total(memories) + engine_logic(logic) + Resources(ff=load) - cleared
+    assert cost.sequential(0, 1, 2).resources == total(memories) + engine_logic(logic) + Resources(ff=load)
 
 
 def test_the_issue_path_is_paid_for_the_pes_a_weight_can_reach():
@@ -414,7 +423,7 @@ def test_the_issue_path_is_paid_for_the_pes_a_weight_can_reach():
     assert dataflow == LogicShape(8, 5, 1, acc, entry, slot, 8, 8)
     assert logic_counts(dataflow) == (8 * acc, 8 * entry, 5 * slot, 8 * 1, 1, 1)  # a FIFO per PE and unit
     memories = cost.dataflow_memories(0, 8, 1)
-    resources = total(memories) + engine_logic(dataflow) + uncleared_end_words(memories)
+    resources = total(memories) + engine_logic(dataflow)
     assert cost.dataflow(0, 8, 1).resources == resources
     assert engine_logic(dataflow).dsp == 8
     # A sequential stage's slots arrive from the memory port: synthesis cannot know which stay

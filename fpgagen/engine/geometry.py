@@ -32,7 +32,13 @@ CHANNEL_SLACK = 3  # a serializer's item register and the flag's own register
 # entries an issue unit can queue at one PE. A PE that falls behind fills its queue and stalls
 # every unit; on the 90%-sparse MLP at P=64, K=4 (bench_rtl) 32 gave efficiency 0.85-0.89 and the
 # cost model 4-7% short, 64 (one RAM64M8 column per 7 bits instead of RAM32M16 per 14) 0.91-0.95
+# (Verilator, 2026-11-28: 902 cycles a vector with 64, 969 with 32). A layer whose rows put at most
+# BALANCED_ROW_BEATS entries on any PE loads its PEs evenly, row by row, and a queue of 32 does as
+# well: Graph Challenge 1024 x 8, 128 images, 628 -> 629 cycles a vector at P = 40, K = 2; 566 ->
+# 567 at P = 40, K = 4; 360 -> 360 at P = 64, K = 4 (pe_fifo_depth).
 PE_FIFO_DEPTH = 64
+BALANCED_PE_FIFO_DEPTH = 32
+BALANCED_ROW_BEATS = 2
 PE_SLACK = 8  # entries in flight from an issue decision to the FIFO: ROM (2), entry register, the room AND (3)
 ITEM_FIFO_DEPTH = 8  # activations queued at an issue unit, dealt by the merger
 ITEM_SLACK = 3  # the merger's register between deciding and routing, and the flag's own register
@@ -375,6 +381,12 @@ def single_cycle(addresses: int, acc_bits: int, encoding: Encoding) -> bool:
     return memory_kind(addresses, acc_bits + 1) == LUTRAM and not encoding.multiplies
 
 
+def pe_fifo_depth(max_row_beats: int) -> int:
+    """The depth of a PE's entry FIFOs for a layer whose rows take at most `max_row_beats` beats
+    (the most entries a row puts on one PE): shallow when every row loads the PEs about evenly."""
+    return BALANCED_PE_FIFO_DEPTH if max_row_beats <= BALANCED_ROW_BEATS else PE_FIFO_DEPTH
+
+
 def pe_memories(
     pes: int,
     units: int,
@@ -384,15 +396,16 @@ def pe_memories(
     acc_bits: int,
     stacked: bool = False,
     single: bool = False,
+    fifo_depth: int = PE_FIFO_DEPTH,
 ) -> list[Memory]:
-    """The PEs' FIFOs (one per issue unit at every PE) and their two accumulator banks, each a
-    memory of its own, or `stacked` in one: `2 << local_bits` words, the bank the top address bit.
-    A `single`-cycle PE's words carry a valid bit beside the sum (fg_pe.v)."""
+    """The PEs' FIFOs (one per issue unit at every PE, `fifo_depth` entries) and their two
+    accumulator banks, each a memory of its own, or `stacked` in one: `2 << local_bits` words, the
+    bank the top address bit. A `single`-cycle PE's words carry a valid bit beside the sum (fg_pe.v)."""
     if stacked:
         banks = Memory.sized("accumulators", 2 << local_bits, acc_bits, pes)
     else:
         banks = Memory.sized("accumulators", addresses, acc_bits + int(single), 2 * pes)
-    return [Memory.sized("PE entries", PE_FIFO_DEPTH, entry_bits(local_bits, weight_bits), units * pes), banks]
+    return [Memory.sized("PE entries", fifo_depth, entry_bits(local_bits, weight_bits), units * pes), banks]
 
 
 def load_port_bits(row_bits: int) -> int:
@@ -451,6 +464,7 @@ def dataflow_memories(
             layer.sum_bits,
             layer.stacked,
             layer.single_cycle,
+            pe_fifo_depth(layer.max_row_beats),
         ),
         *drain_memories(Groups(pes, units, layer.local_bits), output),
     ]

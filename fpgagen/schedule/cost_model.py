@@ -20,10 +20,10 @@ import numpy as np
 
 from ..engine.encoding import Encoding, encoding_of
 from ..engine.geometry import (
+    BALANCED_PE_FIFO_DEPTH,
     MAX_BURSTS,
     MEMORY_LATENCY,
     OFFCHIP_SLOT_WIDTHS,
-    PE_FIFO_DEPTH,
     STRIPES,
     DenseOutput,
     LayerShape,
@@ -93,16 +93,17 @@ L_LOOKUP = 6
 # that holds no output); per issue unit (row lookup, beat counter, the merger's port, a
 # serializer); per stage (control, drain registers, counters; the input reader counts as one).
 # Non-negative least-squares fits, relative to each design's total, to Yosys synth_xilinx over the
-# twelve designs of bench/bench_resources.py (its run of 2026-11-28: the first to include a design of
-# 64 PEs, GC 1024 x 3 at P = 64, which the constants before put at 0.70 of Yosys's LUTs; they had no
-# term for the K entry FIFOs of each PE, 36 LUTs and 61 FFs each of logic besides their LUT RAM),
-# rounded. In sample, estimate / Yosys is 0.89-1.10 in LUTs and 0.92-1.07 in FFs on the twelve.
-PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 3.37, 12.36
+# thirteen designs of bench/bench_resources.py (its run of 2026-11-28, the second: the first with
+# the configuration the scheduler gives most layers of GC 1024 x 120, GC 1024 x 3 at P = 40, K = 2,
+# which the constants before put at 0.92 of Yosys's LUTs (0.88 with 64-entry PE FIFOs), and the
+# first since end words carry their flag alone), rounded. In sample, estimate / Yosys is 0.90-1.09
+# in LUTs (0.95 on the P = 40, K = 2 design, 1.01 at P = 64, K = 4) and 0.94-1.06 in FFs.
+PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 4.16, 12.08
 PE_LUT_PER_ENTRY_BIT, PE_FF_PER_ENTRY_BIT = 0.0, 0.0  # the fit puts them into PE_FIFO
-FED_PE_LUT_PER_SLOT_BIT, FED_PE_FF_PER_SLOT_BIT = 15.08, 12.30
-PE_FIFO_LUT, PE_FIFO_FF = 36.46, 60.53  # one entry FIFO's control, output register and its input to the PE's choice
-UNIT_LUT, UNIT_FF = 263, 168
-STAGE_LUT, STAGE_FF = 0, 833  # the fit puts a stage's LUTs into its units
+FED_PE_LUT_PER_SLOT_BIT, FED_PE_FF_PER_SLOT_BIT = 12.14, 12.97
+PE_FIFO_LUT, PE_FIFO_FF = 43.09, 61.54  # one entry FIFO's control, output register and its input to the PE's choice
+UNIT_LUT, UNIT_FF = 132, 157
+STAGE_LUT, STAGE_FF = 0, 823  # the fit puts a stage's LUTs into its units
 # Each memory channel of a sequential stage beyond its first: an AXI reader, and the channel's
 # own weight, request and load addresses (64-bit adders and registers). Not fitted: the difference
 # Yosys measures between the same stage on one and on two channels (bench_resources.py, "channel").
@@ -235,19 +236,6 @@ def total(memories: list[Memory]) -> Resources:
     return sum((price(memory) for memory in memories), Resources())
 
 
-# A drain once cleared every bit of a vector's end word but its flag, a LUT a bit, and the fitted
-# logic terms hold those LUTs; an end word is now its flag alone (fg_stage.v), so each drained-words
-# FIFO's width but one comes off them. Counted, not fitted. The reader's end words lost their
-# clearing too, but its fitted logic has no LUTs to take them from (READER_LOGIC): the model keeps
-# them, a few hundred LUTs a design on the safe side. Yosys, before and after, on Graph Challenge
-# 1024 x 3: all dataflow at P = 64, K = 4, 2,498 LUTs fewer (counted: 2,248 in the drains, 308 in
-# the reader); one sequential stage at P = 32, 832 (counted: 555 and 308).
-def uncleared_end_words(memories: list[Memory]) -> Resources:
-    """The LUTs the fitted terms hold for clearing a drain's end words, which the engine no longer
-    spends: negative, one a bit of each drained-words FIFO's width but its end flag."""
-    return Resources(lut=-sum(m.count * (m.width - 1) for m in memories if m.role == "drained words"))
-
-
 def logic_counts(logic: LogicShape) -> tuple[int, ...]:
     """How many of each of LOGIC_TERMS a stage has."""
     return (
@@ -296,11 +284,11 @@ READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
 
 def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
     """The LUTs of the least PE the engine can build for a layer (the roofline's unit of MACs):
-    one local address, one issue unit, so one entry FIFO and two one-word banks of LUT RAM, and its
-    issue path; no share of any unit or stage."""
+    one local address, one issue unit, so one entry FIFO (of a layer with balanced rows) and two
+    one-word banks of LUT RAM, and its issue path; no share of any unit or stage."""
     shape = LogicShape.sized(1, 1, 1, sum_bits(acc_bits, encoding), 1, encoding)
     shape = replace(shape, single_cycle=not encoding.multiplies)
-    fifo = lutram_luts(PE_FIFO_DEPTH, shape.entry_bits)
+    fifo = lutram_luts(BALANCED_PE_FIFO_DEPTH, shape.entry_bits)
     banks = 2 * lutram_luts(1, shape.acc_bits)
     per_pe = logic_counts(shape)[: LOGIC_TERMS.index("issue unit")]  # the terms that grow with P
     single = shape.acc_bits * SINGLE_CYCLE_LUT_PER_ACC_BIT if shape.single_cycle else 0
@@ -832,7 +820,7 @@ class CostModel:
             stage=Stage(DATAFLOW, (index,), pes, URAM if loaded else BRAM, units),
             interval=max(cycles.compute, cycles.occupancy),  # the two accumulator banks ping-pong
             latency=cycles.compute + cycles.occupancy,
-            resources=total(memories) + logic + uncleared_end_words(memories) + load_registers,
+            resources=total(memories) + logic + load_registers,
             held=cycles.overlapped,
             load=load_cycles,
         )
@@ -918,7 +906,6 @@ class CostModel:
                     load=striped.load_cycles,  # its tables, through its own reader at a batch's start
                     resources=total(memories)
                     + engine_logic(striped.logic())
-                    + uncleared_end_words(memories)
                     + Resources(ff=striped.load_register_bits),
                     held=held,
                 )

@@ -21,7 +21,6 @@ from ...engine.geometry import (
     ITEM_SLACK,
     MAX_BURSTS,
     OUTPUT_DEPTH,
-    PE_FIFO_DEPTH,
     PE_SLACK,
     READER_WORD_DEPTH,
     REQUEST_DEPTH,
@@ -165,7 +164,7 @@ def _stage_context(
 def _fifo_parameters(stage: StagePlan) -> list[tuple[str, object]]:
     """Depths, slacks and kinds shared by both kinds of stage."""
     return [
-        ("PE_FIFO_DEPTH", PE_FIFO_DEPTH), ("PE_SLACK", PE_SLACK), ("ITEM_FIFO_DEPTH", ITEM_FIFO_DEPTH),
+        ("PE_FIFO_DEPTH", stage.memory("PE entries").depth), ("PE_SLACK", PE_SLACK), ("ITEM_FIFO_DEPTH", ITEM_FIFO_DEPTH),
         ("ITEM_SLACK", ITEM_SLACK), ("WORD_FIFO_DEPTH", _word_fifo(stage).depth), ("DRAIN_SLACK", DRAIN_SLACK),
         ("BIAS_STYLE", style(stage.memory("bias"))), ("ACC_STYLE", style(stage.memory("accumulators"))),
         ("SINGLE_CYCLE", int(stage.logic.single_cycle)),
