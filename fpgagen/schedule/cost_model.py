@@ -95,7 +95,7 @@ L_LOOKUP = 6
 # Non-negative least-squares fits, relative to each design's total, to Yosys synth_xilinx over the
 # thirteen designs of bench/bench_resources.py (its run of 2026-11-28, the second: the first with
 # the configuration the scheduler gives most layers of GC 1024 x 120, GC 1024 x 3 at P = 40, K = 2,
-# which the constants before put at 0.92 of Yosys's LUTs (0.88 with 64-entry PE FIFOs), and the
+# which the constants before, with their end-word correction, put at 0.88 of Yosys's LUTs, and the
 # first since end words carry their flag alone), rounded. In sample, estimate / Yosys is 0.90-1.09
 # in LUTs (0.95 on the P = 40, K = 2 design, 1.01 at P = 64, K = 4) and 0.94-1.06 in FFs.
 PE_LUT_PER_ACC_BIT, PE_FF_PER_ACC_BIT = 4.16, 12.08
