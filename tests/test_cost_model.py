@@ -423,8 +423,7 @@ def test_the_issue_path_is_paid_for_the_pes_a_weight_can_reach():
     assert dataflow == LogicShape(8, 5, 1, acc, entry, slot, 8, 8)
     assert logic_counts(dataflow) == (8 * acc, 8 * entry, 5 * slot, 8 * 1, 1, 1)  # a FIFO per PE and unit
     memories = cost.dataflow_memories(0, 8, 1)
-    resources = total(memories) + engine_logic(dataflow)
-    assert cost.dataflow(0, 8, 1).resources == resources
+    assert cost.dataflow(0, 8, 1).resources == total(memories) + engine_logic(dataflow)
     assert engine_logic(dataflow).dsp == 8
     # A sequential stage's slots arrive from the memory port: synthesis cannot know which stay
     # empty, so every PE is fed. Its off-chip slots hold the weights themselves: no codebook.

@@ -20,7 +20,6 @@ import numpy as np
 
 from ..engine.encoding import Encoding, encoding_of
 from ..engine.geometry import (
-    BALANCED_PE_FIFO_DEPTH,
     MAX_BURSTS,
     MEMORY_LATENCY,
     OFFCHIP_SLOT_WIDTHS,
@@ -37,6 +36,7 @@ from ..engine.geometry import (
     load_port_bits,
     loadable,
     offchip_slot,
+    pe_fifo_depth,
     reader_memories,
     sequential_memories,
     stripable,
@@ -284,11 +284,11 @@ READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
 
 def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
     """The LUTs of the least PE the engine can build for a layer (the roofline's unit of MACs):
-    one local address, one issue unit, so one entry FIFO (of a layer with balanced rows) and two
-    one-word banks of LUT RAM, and its issue path; no share of any unit or stage."""
+    one local address, one issue unit, so one entry FIFO and two one-word banks of LUT RAM, and its
+    issue path; no share of any unit or stage."""
     shape = LogicShape.sized(1, 1, 1, sum_bits(acc_bits, encoding), 1, encoding)
     shape = replace(shape, single_cycle=not encoding.multiplies)
-    fifo = lutram_luts(BALANCED_PE_FIFO_DEPTH, shape.entry_bits)
+    fifo = lutram_luts(pe_fifo_depth(1), shape.entry_bits)  # one address: a row puts at most one entry on it
     banks = 2 * lutram_luts(1, shape.acc_bits)
     per_pe = logic_counts(shape)[: LOGIC_TERMS.index("issue unit")]  # the terms that grow with P
     single = shape.acc_bits * SINGLE_CYCLE_LUT_PER_ACC_BIT if shape.single_cycle else 0
