@@ -17,7 +17,8 @@
 // the sum (subtracting it for a negative SCALE): no multiplier. Otherwise (SCALE_SHIFT = -1) the
 // PE multiplies x by the constant SCALE in its product register, as it would by a weight.
 //
-// MAC pipeline (never stalls): E1 entry -> E2 product register, then the accumulator's
+// MAC pipeline (never stalls): E1 entry -> E2 product register (a codebook PE's E2 holds the
+// weight it looked up and x instead, multiplied on the way to E3), then the accumulator's
 // read-modify-write, in one of two ways (docs/engine.md, "Processing elements"):
 // - SINGLE_CYCLE (banks in LUT RAM, up to 64 addresses, and no multiplier): read at E2 (a LUT RAM
 //   reads without a clock), add, write at the end of E2: no sum is in flight, so none is
@@ -201,24 +202,42 @@ module fg_pe #(
     // E1 carries an entry, or the drain's address (stacked banks).
     wire stacked_drain = STACKED != 0 && drain_read;
 
-    // The entry's fields, and its product: x times its weight, or x alone.
-    wire signed [PROD_W-1:0] e1_product;
+    // The entry's product at E2: x times its weight, or x alone.
+    wire signed [PROD_W-1:0] e2_product;
     generate
         if (W_BITS > 0 && CB_W > 0) begin : g_codebook
-            // the weight the entry's index names: a table of constants, one LUT per bit
-            reg signed [CB_W-1:0] e1_w;
-            wire [W_BITS-1:0] index = chosen[VALUE_W +: W_BITS];
-            always @(posedge clk) e1_w <= CODEBOOK[index * CB_W +: CB_W];
-            assign e1_product = e1_x * e1_w;
-        end else if (W_BITS > 0) begin : g_weighted
-            reg signed [W_BITS-1:0] e1_w;
-            always @(posedge clk) e1_w <= chosen[VALUE_W +: W_BITS];
-            assign e1_product = e1_x * e1_w;
-        end else if (SCALE_SHIFT < 0) begin : g_positions_scaled
-            localparam signed [SCALE_W-1:0] SCALE_S = SCALE;
-            assign e1_product = e1_x * SCALE_S;
-        end else begin : g_positions
-            assign e1_product = e1_x;
+            // The weight the entry's index names: a table of constants, one LUT per bit, looked up
+            // from the index's register into E2's weight register, and multiplied there. Looked up
+            // in front of E1, it made the choice of FIFO, the choice of head and the lookup one
+            // path: 7 LUT levels at K = 4 (Yosys). Behind E1 without the E2 register, Yosys moves
+            // the index's register across the table (a ROM with a registered address), back to
+            // where it was. The product is first needed at E3 (a codebook PE multiplies, so its
+            // read-modify-write is pipelined), and E2's weight and x cost no more flip-flops than
+            // the product register they replace.
+            reg [W_BITS-1:0] e1_index;
+            reg signed [CB_W-1:0] e2_w;
+            reg signed [VALUE_W-1:0] e2_x;
+            always @(posedge clk) begin
+                e1_index <= chosen[VALUE_W +: W_BITS];
+                e2_w <= CODEBOOK[e1_index * CB_W +: CB_W];
+                e2_x <= e1_x;
+            end
+            assign e2_product = e2_x * e2_w;
+        end else begin : g_product_register
+            wire signed [PROD_W-1:0] e1_product;
+            if (W_BITS > 0) begin : g_weighted
+                reg signed [W_BITS-1:0] e1_w;
+                always @(posedge clk) e1_w <= chosen[VALUE_W +: W_BITS];
+                assign e1_product = e1_x * e1_w;
+            end else if (SCALE_SHIFT < 0) begin : g_positions_scaled
+                localparam signed [SCALE_W-1:0] SCALE_S = SCALE;
+                assign e1_product = e1_x * SCALE_S;
+            end else begin : g_positions
+                assign e1_product = e1_x;
+            end
+            reg signed [PROD_W-1:0] e2_prod;
+            always @(posedge clk) e2_prod <= e1_product;
+            assign e2_product = e2_prod;
         end
     endgenerate
 
@@ -287,7 +306,6 @@ module fg_pe #(
             reg wipe0, wipe1;               // bank b's address is emptied: drained, or cleared
             reg mac1;                       // the MAC's bank
             reg d1_bank;
-            reg signed [PROD_W-1:0] prod;
             always @(posedge clk) begin
                 addr0 <= !ready ? clear_addr : drain0 ? drain_addr : e1_local;
                 addr1 <= !ready ? clear_addr : drain1 ? drain_addr : e1_local;
@@ -297,10 +315,9 @@ module fg_pe #(
                 wipe1 <= !ready || drain1;
                 mac1 <= e1_bank;
                 d1_bank <= drain_bank;
-                prod <= e1_product;
             end
             wire [SUM_W-1:0] product;
-            fg_resize #(.IN_W(PROD_W), .OUT_W(SUM_W)) u_product (.in(prod), .out(product));
+            fg_resize #(.IN_W(PROD_W), .OUT_W(SUM_W)) u_product (.in(e2_product), .out(product));
             wire [SUM_W:0] word0, word1;    // {valid, value}
             wire [SUM_W-1:0] value0 = word0[SUM_W-1:0] & {SUM_W{word0[SUM_W]}};
             wire [SUM_W-1:0] value1 = word1[SUM_W-1:0] & {SUM_W{word1[SUM_W]}};
@@ -321,7 +338,6 @@ module fg_pe #(
         end else begin : g_pipelined
             // ---- E3 the read's output register and the sum, E4 the write, with forwarding ---------
             reg [LOCAL_W-1:0] e2_local;
-            reg signed [PROD_W-1:0] e2_prod;
             reg e3_valid, e3_end, e3_bank;
             reg [LOCAL_W-1:0] e3_local;
             reg signed [PROD_W-1:0] e3_prod;
@@ -347,11 +363,10 @@ module fg_pe #(
                     e5_valid <= e4_valid && !e4_end;
                 end
                 e2_local <= e1_local;
-                e2_prod <= e1_product;
                 e3_end <= e2_end;
                 e3_bank <= e2_bank;
                 e3_local <= e2_local;
-                e3_prod <= e2_prod;
+                e3_prod <= e2_product;
                 e3_match <= {e5_valid && e5_bank == e2_bank && e5_local == e2_local,
                              e4_valid && !e4_end && e4_bank == e2_bank && e4_local == e2_local,
                              e3_valid && !e3_end && e3_bank == e2_bank && e3_local == e2_local};
