@@ -89,6 +89,17 @@ def test_graphchallenge_1024_mixed_schedule_is_bit_exact(tmp_path):
     assert_bit_exact(outdir)
 
 
+def test_a_load_chain_of_rows_wider_than_a_word_is_bit_exact(tmp_path):
+    """Two dataflow stages with their weights in UltraRAM, rows of 16 PEs x 6 bits: the load chain's
+    beats are wider than 64 bits, and the testbench compares them (the shim's wide integers had no
+    equality, so Graph Challenge on the ZCU104 did not build)."""
+    design = scheduled(network(1024, 2), "w8a16", (df(0, 16, weights="uram"), df(1, 16, weights="uram")), 16)
+    images = draw_images(1024, 8, np.random.default_rng(0)).toarray()
+    outdir = compile_design(design, tmp_path / "gc", images)
+    assert json.loads((outdir / "manifest.json").read_text())["rtl"]["ports"][0]["data_bits"] > 64
+    assert_bit_exact(outdir)
+
+
 # -- failures are found and reported -----------------------------------------------------------------
 
 

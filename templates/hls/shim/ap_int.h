@@ -125,6 +125,17 @@ class ap_base<W, S, false> {
     u64 low_word() const { return words_[0]; }
     u64 word(int i) const { return i < words ? words_[i] : (S && ((words_[words - 1] >> ((W - 1) % 64)) & 1) ? ~0ULL : 0ULL); }
 
+    // Equality of two words of the same width: the testbench compares the load chain's beats.
+    bool operator==(const ap_base& other) const {
+        for (int i = 0; i < words; ++i) {
+            if (words_[i] != other.words_[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+    bool operator!=(const ap_base& other) const { return !(*this == other); }
+
   private:
     void fill(int from, u64 value) {
         for (int i = from; i < words; ++i) {
