@@ -137,12 +137,12 @@ def test_a_dataflow_layer_takes_its_busiest_unit_or_pe_vector_by_vector():
     assert two.compute == pytest.approx((3 + 2) / 2 + L_COMPUTE)
     # ceil(5 / 2) local addresses, then the words of a sparse drain (not the model's last layer)
     assert one.drain == two.drain == 3 + L_DRAIN + L_WORDS
-    # the serializer spends a cycle on each nonzero output, or on a word without any: vector 1 has
-    # one nonzero at each of the 3 addresses, vector 2 none (3 empty words)
-    assert one.output == pytest.approx(3 + L_DRAIN + L_WORDS)
-    # two serializers, one per PE: PE 0 has outputs 0, 2, 4 (1, 0, 1 nonzero), PE 1 outputs 1, 3
-    # and a padded word (0, 1, none): 3 cycles each on both vectors
-    assert two.output == pytest.approx(3 + L_DRAIN + L_WORDS)
+    # the serializer spends a cycle on each nonzero output; the drain writes no word without one:
+    # vector 1 has one nonzero at each of the 3 addresses, vector 2 none
+    assert one.output == pytest.approx((3 + 0) / 2 + L_DRAIN + L_WORDS)
+    # two serializers, one per PE: PE 0 has outputs 0, 2, 4 (1, 0, 1 nonzero on vector 1), PE 1
+    # outputs 1, 3 and a padded word (0, 1, none)
+    assert two.output == pytest.approx((2 + 0) / 2 + L_DRAIN + L_WORDS)
     stage = cost.dataflow(0, 2, 2)
     assert stage.interval == pytest.approx(max(two.compute, two.drain, two.output))  # banks ping-pong
     assert stage.latency == pytest.approx(two.compute + max(two.drain, two.output))
@@ -154,9 +154,9 @@ def test_expected_cycles_without_measured_vectors():
     cost = CostModel(model, BOARD, Activity((np.array([0.5, 1.0, 0.25]), np.full(5, 0.4)), "p"), relabel=False)
     # one expected vector: issue 0.5 * 2 + 1.0 * 1 + 0.25 * 1; PE 0 0.5 * 2 + 0.25 * 1
     assert cost.cycles(0, 2, DATAFLOW, 1).compute == pytest.approx(2.25 + L_COMPUTE)
-    # E[max(1, m)] = E[m] + P(m = 0) for each group of a word: addresses 0 and 1 have two outputs
-    # of probability 0.4 (0.8 + 0.36), address 2 one (0.4 + 0.6)
-    assert cost.cycles(0, 2, DATAFLOW, 1).output == pytest.approx(2 * (0.8 + 0.36) + 1.0 + L_DRAIN + L_WORDS)
+    # E[m] for each group of a word (the drain writes no word without a nonzero output): addresses
+    # 0 and 1 have two outputs of probability 0.4, address 2 one
+    assert cost.cycles(0, 2, DATAFLOW, 1).output == pytest.approx(2 * 0.8 + 0.4 + L_DRAIN + L_WORDS)
 
 
 def test_a_sequential_layer_waits_for_whichever_of_compute_bandwidth_and_latency_is_slower(monkeypatch):
@@ -557,6 +557,11 @@ def test_a_full_channel_holds_its_producer():
     # A may finish vector v only once B has finished v - 1, so in steady state A's vector v + 1
     # runs beside B's v: max(2, 10) + max(10, 10) + max(10, 2) + max(2, 2) = 32 cycles per 4 vectors
     assert CostModel.design_interval(held, [8, 0]) == 8.0
+    # a vector whose outputs at A are all zero leaves only A's end words: it takes no place
+    everyone = [np.ones(1, bool), np.ones(4, bool)]
+    assert CostModel.design_interval(held, [8, 0], everyone) == 8.0
+    light_first = [np.ones(1, bool), np.array([False, False, True, True])]
+    assert CostModel.design_interval(held, [8, 0], light_first) == 6.0
 
 
 def deep_memory(cost: CostModel, stages: tuple[Stage, ...]) -> str | None:

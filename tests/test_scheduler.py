@@ -168,6 +168,15 @@ def searched(estimate) -> float:
     return estimate.reader.latency + sum(_searched(stage) for stage in estimate.stages)
 
 
+def assert_least_latency(estimate, least: float, what: str) -> None:
+    """The latency program stops within its relative gap (scheduler.LATENCY_GAP) of the least
+    latency of its candidates, which leave out the reader's: never below `least`, at most that
+    gap above it."""
+    found, reader = searched(estimate), estimate.reader.latency
+    assert found >= least * (1 - 1e-9), what
+    assert found - reader <= (least - reader) * (1 + scheduler.LATENCY_GAP), what
+
+
 def _searched(stage) -> float:
     return stage.latency + stage.load if stage.mode == SEQUENTIAL else max(stage.latency, stage.load)
 
@@ -239,7 +248,7 @@ def test_the_schedule_is_as_good_as_the_best_of_every_design(
                 assert estimate.bottleneck == pytest.approx(expected[0], rel=1e-9), what
                 assert searched(estimate) == pytest.approx(expected[1], rel=1e-9), what
             else:
-                assert searched(estimate) == pytest.approx(expected[1], rel=1e-9), what
+                assert_least_latency(estimate, expected[1], what)
             assert estimate.resources.fits(board_budget(target)), what
 
 
@@ -261,7 +270,7 @@ def test_the_least_latency_stays_exact_when_the_resource_table_is_coarsened(
                 schedule(model, target, "auto", "latency", activity)
             continue
         estimate = schedule(model, target, "auto", "latency", activity).schedule.estimate
-        assert searched(estimate) == pytest.approx(expected[1], rel=1e-9), target.name
+        assert_least_latency(estimate, expected[1], target.name)
 
 
 def test_the_latency_search_ends_when_the_program_answers_above_its_best_design(monkeypatch):

@@ -110,8 +110,9 @@ STAGE_LUT, STAGE_FF = 0, 823  # the fit puts a stage's LUTs into its units
 CHANNEL_LUT, CHANNEL_FF = 379, 510
 # A PE whose banks are stacked in one memory has no multiplexers between its two banks' reads and no
 # per-bank sum or read registers. Not fitted: the difference Yosys measures between one PE of 24-bit
-# sums with two banks and with both stacked (bench_resources.py, "stacked_pe": 24 LUTs, 68 FFs).
-STACKED_LUT_PER_ACC_BIT, STACKED_FF_PER_ACC_BIT = 1.0, 2.8
+# sums with two banks and with both stacked (bench_resources.py, "stacked_pe": 42 LUTs, 68 FFs on
+# the RTL of 2026-11-28; 24 LUTs when the term was first measured).
+STACKED_LUT_PER_ACC_BIT, STACKED_FF_PER_ACC_BIT = 1.75, 2.8
 # A PE with a one-cycle read-modify-write (banks in LUT RAM, no multiplier) has no forwarding and
 # no pipeline of sums, and one adder for both banks (docs/engine.md, "Processing elements"). Not
 # fitted: the difference Yosys measured on Graph Challenge 1024 x 3 all-dataflow at P = 16
@@ -134,6 +135,10 @@ TANDEM_PASSES = 4
 # 682.2 (2 ahead), 639.0 (4 ahead), 721.7 (1 ahead); at P = 64, K = 4 (257 items), 512 items: 357.5,
 # modelled 348.9 (2 ahead). What holds a stage is its drain's word FIFO, not the channel (docs/engine.md,
 # "Deep channels"): with 128-word FIFOs instead of 32 the RTL ran as the line does 3 or more ahead.
+# Since a drain writes no word without a nonzero value, only the vectors with a nonzero output at
+# a stage count (CostModel.placed): GC 1024 x 8 at P = 64, K = 4 runs at 328.0 (modelled 328.5),
+# and GC 1024 x 24 with its deep layers at P = 40, K = 2, half of its images dead there, at 597.7
+# (594.4; 652.8 counting every vector), first result to last over four passes.
 DEEP_CHANNEL_AHEAD = 2
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "PE x unit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, PE_FIFO_LUT, UNIT_LUT, STAGE_LUT)
@@ -758,7 +763,7 @@ class CostModel:
             placement = self.placement(index, pes)
             address = np.arange(self.layers[index].out_features) // pes
             group = placement.pe // (pes // groups)
-            emitted = serializer_cycles(self.activity.inputs(index + 1), address, group, groups)
+            emitted = serializer_cycles(self.activity.inputs(index + 1), address, group, groups, empty_words=False)
             self._outputs[key] = emitted + L_DRAIN + L_WORDS
         return self._outputs[key]
 
@@ -1087,7 +1092,9 @@ class CostModel:
             layers=tuple(layer_estimates),
             stages=tuple(stage_estimates),
             roofline=self.roofline(),
-            interval=self.design_interval(held, [DEEP_CHANNEL_AHEAD] * len(stages) if deep_channels else None),
+            interval=self.design_interval(
+                held, [DEEP_CHANNEL_AHEAD] * len(stages) if deep_channels else None, self.placed(stages)
+            ),
             deep_channels=deep_channels,
         )
 
@@ -1107,8 +1114,20 @@ class CostModel:
         deeper = stage_output(self.model, stage.layers[-1], stage.pes, units, deep)
         return total(deeper.memories("output")) - total(shallow.memories("output"))
 
+    def placed(self, stages: tuple[Stage, ...]) -> list[np.ndarray]:
+        """Per vector, whether the reader and each stage but the last take a place in the channel
+        behind them (`design_interval`): the reader always (it writes a word for every group of
+        every beat), a stage when one of its outputs is nonzero (its drain writes no word without)."""
+        placed = [np.ones(1, bool)]
+        for stage in stages[:-1]:
+            outputs = self.activity.inputs(stage.layers[-1] + 1).rows
+            placed.append(outputs.sum(axis=1) > 0)
+        return placed
+
     @staticmethod
-    def design_interval(held: list[np.ndarray], capacities: list[int] | None = None) -> float:
+    def design_interval(
+        held: list[np.ndarray], capacities: list[int] | None = None, placed: list[np.ndarray] | None = None
+    ) -> float:
         """Cycles between vectors in steady state, from how long the reader and each stage hold
         each vector (docs/cost-model.md, "Designs").
 
@@ -1119,7 +1138,10 @@ class CostModel:
         Deep channels, where channel s lets unit s finish a vector `capacities[s]` vectors before
         unit s + 1 has finished it: a tandem line, each unit taking the vectors in order, each as
         soon as it has finished the one before and the unit before has finished it, and holding
-        it until there is room behind. The sample runs TANDEM_PASSES times in a row and the
+        it until there is room behind. Only the vectors that take a place behind unit s count
+        (`placed[s]`, per vector; all of them by default): a stage's drain writes no word for a
+        vector whose outputs are all zero, which leaves its end words alone in the word FIFO and
+        the channel. The sample runs TANDEM_PASSES times in a row and the
         interval is the last pass's mean: the first one fills the line, and a sample whose first
         vectors are light (Graph Challenge images that die early) would read as a backlog there.
 
@@ -1130,12 +1152,18 @@ class CostModel:
         if capacities is None or vectors == 1:
             return float(units.max(axis=0).mean())
         units = np.tile(units, TANDEM_PASSES)
+        # behind[s][v]: the vector unit s + 1 must have finished before unit s finishes v, or -1
+        behind = np.full((len(capacities), units.shape[1]), -1)
+        for s, capacity in enumerate(capacities):
+            taking = np.ones(vectors, bool) if placed is None else np.broadcast_to(placed[s], (vectors,))
+            order = np.flatnonzero(np.tile(taking, TANDEM_PASSES))  # the vectors that take a place, in turn
+            behind[s, order[capacity + 1 :]] = order[: order.size - capacity - 1]
         finished = np.zeros_like(units)
         for v in range(units.shape[1]):
             ready = 0.0  # when the unit before has finished vector v
             for s in range(len(units)):
                 done = max(finished[s, v - 1] if v else 0.0, ready) + units[s, v]
-                if s < len(capacities) and v > capacities[s]:  # room behind: the unit after is far enough
-                    done = max(done, finished[s + 1, v - capacities[s] - 1])
+                if s < len(capacities) and behind[s, v] >= 0:  # room behind: the unit after is far enough
+                    done = max(done, finished[s + 1, behind[s, v]])
                 finished[s, v] = ready = done
         return max(bottleneck, float(finished[-1, -1] - finished[-1, -vectors - 1]) / vectors)

@@ -68,21 +68,26 @@ def pe_cycles(inputs: Inputs, counts: np.ndarray) -> np.ndarray:
     return (inputs.rows @ counts.astype(np.float64)).max(axis=1)  # BLAS: a product with bytes is not
 
 
-def serializer_cycles(values: Inputs, word: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+def serializer_cycles(
+    values: Inputs, word: np.ndarray, group: np.ndarray, groups: int, empty_words: bool = True
+) -> np.ndarray:
     """Cycles of the busiest of a drain's (or the reader's) serializers: each takes its group of
-    every word and emits one nonzero value a cycle, or spends one cycle on a group without any.
-    `word` and `group` give each value's word and group."""
+    every word and emits one nonzero value a cycle. `word` and `group` give each value's word and
+    group. With `empty_words` (the reader) the producer writes a group's word even without a
+    nonzero value, and the serializer spends a cycle on it; a drain writes none."""
     words = int(word.max(initial=-1)) + 1
     key = group * words + word
     cells = groups * words
     if values.measured:
         nonzero = _sums_by_cell(values.rows, key, cells)
-        return np.maximum(nonzero, 1).reshape(-1, groups, words).sum(axis=2).max(axis=1)
-    # expected max(1, m) of a sum of independent indicators: E[m] + P(m = 0)
+        if empty_words:
+            nonzero = np.maximum(nonzero, 1)
+        return nonzero.reshape(-1, groups, words).sum(axis=2).max(axis=1)
     q = values.rows[0]
-    with np.errstate(divide="ignore"):  # log(0) = -inf where a value is always nonzero: P(m = 0) = 0
-        none = np.exp(np.bincount(key, np.log1p(-q), cells))
-    expected = np.bincount(key, q, cells) + none
+    expected = np.bincount(key, q, cells)
+    if empty_words:  # expected max(1, m) of a sum of independent indicators: E[m] + P(m = 0)
+        with np.errstate(divide="ignore"):  # log(0) = -inf where a value is always nonzero: P(m = 0) = 0
+            expected += np.exp(np.bincount(key, np.log1p(-q), cells))
     return np.array([expected.reshape(groups, words).sum(axis=1).max()])
 
 

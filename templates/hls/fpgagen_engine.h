@@ -191,7 +191,8 @@ inline ap_int<Cfg::ACC_BITS> scaled(typename Cfg::acc_t sum) {
 
 // ---------------------------------------------------------------------------------------------
 // Serializer (fg_serializer.v): one vector's words into items, one nonzero value per cycle, lowest
-// first; a word without nonzero values costs a cycle; the end word becomes the end item.
+// first; a word without nonzero values (the reader's: a drain writes none) costs a cycle; the end
+// word becomes the end item.
 template <int G, int STRIDE, int OFFSET, class Word, class Item>
 void serialize(hls::stream<Word>& words, hls::stream<Item>& items) {
     Word held = end_word<Word, G>();
@@ -510,8 +511,8 @@ inline typename Cfg::bias_t bias_of(int a, int p) {
 }
 
 // The drain (fg_stage.v): one local address of every PE a cycle, bias and requantization, the
-// outputs that exist (all but past N_OUT at the last address) into the groups' words, then an end
-// word per group.
+// outputs that exist (all but past N_OUT at the last address) into the groups' words (a group
+// without a nonzero output writes none), then an end word per group.
 template <class Cfg>
 void drain_words(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES],
                  hls::stream<typename Cfg::word_t> (&words)[Cfg::UNITS]) {
@@ -535,7 +536,8 @@ void drain_words(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES],
             }
             for (int c = 0; c < Cfg::UNITS; ++c) {
 #pragma HLS UNROLL
-                words[c].write(group_word<typename Cfg::word_t, G, P>(y, exists, c * G, a));
+                const typename Cfg::word_t word = group_word<typename Cfg::word_t, G, P>(y, exists, c * G, a);
+                if (word.count != 0) words[c].write(word);
             }
         }
     }
@@ -893,7 +895,7 @@ inline void write_dense(no_output& /* never drains dense */, const act_t /* y */
                         bool /* last */) {}
 
 // The drain of a pass: one local address of every PE a cycle; a word of its P outputs for the
-// serializer, or, in the pass of the model's last layer (`dense`), a dense beat of them to `out`;
+// serializer when one is nonzero, or, in the pass of the model's last layer (`dense`), a dense beat of them to `out`;
 // after the last address, an end word (the end of the pass).
 template <class Cfg, class Dense>
 void seq_drain(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const seq_layer& layer, bool dense,
@@ -911,7 +913,8 @@ void seq_drain(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const se
             if (dense) {
                 write_dense<Cfg::PES>(out, y, exists, a + 1 == layer.addresses);
             } else {
-                words.write(group_word<typename Cfg::word_t, Cfg::PES, Cfg::PES>(y, exists, 0, a));
+                const typename Cfg::word_t word = group_word<typename Cfg::word_t, Cfg::PES, Cfg::PES>(y, exists, 0, a);
+                if (word.count != 0) words.write(word);
             }
         }
     }

@@ -598,7 +598,8 @@ module fg_seq_stage #(
         end
     endgenerate
 
-    // The drained words: W1 values and nonzero outputs, W2 their count; the end word after the last.
+    // The drained words: W1 values and nonzero outputs, W2 their count; a word only where one is
+    // nonzero (fg_stage.v); the end word after the last.
     // A stage whose only layer drains dense beats serializes nothing: W2's word goes unused.
     reg w1_valid, w1_last, w2_valid, w2_last, end_word;
     reg [LOCAL_W-1:0] w1_addr;
@@ -610,6 +611,7 @@ module fg_seq_stage #(
     reg [P-1:0] w2_mask;
     reg [P*VALUE_W-1:0] w2_values;
     reg [COUNT_W-1:0] w2_count;
+    reg w2_some;                        // an output at W2's address is nonzero (fg_stage.v)
     /* verilator lint_on UNUSEDSIGNAL */
     wire dense_out = DENSE != 0 && last_layer;
     integer b;
@@ -631,6 +633,7 @@ module fg_seq_stage #(
         w2_mask <= w1_mask;
         w2_values <= w1_values;
         w2_count <= count;
+        w2_some <= |w1_mask;
         end_word <= !rst && w2_valid && w2_last;
         dense_valid <= !rst && y_valid && dense_out;
         dense_last <= y_last;
@@ -652,7 +655,7 @@ module fg_seq_stage #(
             /* verilator lint_off PINCONNECTEMPTY */
             fg_fifo #(.WIDTH(WORD_W), .DEPTH(WORD_FIFO_DEPTH), .SLACK(DRAIN_SLACK), .STYLE(WORD_FIFO_STYLE)) u_words (
                 .clk(clk), .rst(rst),
-                .in_data(word), .in_valid(w2_valid || end_word), .in_ready(), .room(word_room),
+                .in_data(word), .in_valid((w2_valid && w2_some) || end_word), .in_ready(), .room(word_room),
                 .out_data(head), .out_valid(head_valid), .out_ready(head_pop)
             );
             /* verilator lint_on PINCONNECTEMPTY */

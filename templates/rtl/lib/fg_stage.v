@@ -373,8 +373,12 @@ module fg_stage #(
             assign out_valid = {K{1'b0}};
         end else begin : g_sparse
             // W1: the values and which are nonzero outputs; W2: per group the count of them too;
-            // then into the group's word FIFO {end, address, count, mask, values}; after the last
-            // address's words, an end word.
+            // then into the group's word FIFO {end, address, count, mask, values}, unless none of
+            // them is nonzero; after the last address's words, an end word. A word without a
+            // nonzero value would cost its serializer a cycle and take a place in the FIFO for
+            // nothing: a vector that dies out at this layer (half of the Graph Challenge images
+            // do) leaves only its end words, and the stage can run many such vectors ahead of
+            // the next (docs/engine.md, "Deep channels").
             reg w1_valid, w1_last, w2_valid, w2_last, end_word;
             reg [LOCAL_W-1:0] w1_addr, w2_addr;
             reg [P-1:0] w1_mask, w2_mask;
@@ -403,12 +407,16 @@ module fg_stage #(
             end
             for (c = 0; c < K; c = c + 1) begin : g_group
                 reg [COUNT_W-1:0] count, w2_count;
+                reg w2_some;                // the group has a nonzero output at W2's address
                 integer b;
                 always @(*) begin
                     count = {COUNT_W{1'b0}};
                     for (b = 0; b < G; b = b + 1) count = count + w1_mask[c*G + b];
                 end
-                always @(posedge clk) w2_count <= count;
+                always @(posedge clk) begin
+                    w2_count <= count;
+                    w2_some <= |w1_mask[c*G +: G];
+                end
                 // An end word is its flag: the serializer reads nothing else of it, so the rest is
                 // whatever W2 holds, and no multiplexer (a LUT a bit) clears it.
                 wire [WORD_W-1:0] word = {end_word, w2_addr, w2_count, w2_mask[c*G +: G], w2_values[c*G*VALUE_W +: G*VALUE_W]};
@@ -418,7 +426,7 @@ module fg_stage #(
                 fg_fifo #(.WIDTH(WORD_W), .DEPTH(WORD_FIFO_DEPTH), .SLACK(DRAIN_SLACK), .STYLE(WORD_FIFO_STYLE))
                     u_words (
                     .clk(clk), .rst(rst),
-                    .in_data(word), .in_valid(w2_valid || end_word), .in_ready(), .room(word_room[c]),
+                    .in_data(word), .in_valid((w2_valid && w2_some) || end_word), .in_ready(), .room(word_room[c]),
                     .out_data(head), .out_valid(head_valid), .out_ready(head_pop)
                 );
                 /* verilator lint_on PINCONNECTEMPTY */
