@@ -895,8 +895,8 @@ inline void write_dense(no_output& /* never drains dense */, const act_t /* y */
                         bool /* last */) {}
 
 // The drain of a pass: one local address of every PE a cycle; a word of its P outputs for the
-// serializer when one is nonzero, or, in the pass of the model's last layer (`dense`), a dense beat of them to `out`;
-// after the last address, an end word (the end of the pass).
+// serializer when one is nonzero, or, in the pass of the model's last layer (`dense`), a dense
+// beat of them to `out`; after the last address, an end word (the end of the pass).
 template <class Cfg, class Dense>
 void seq_drain(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const seq_layer& layer, bool dense,
                hls::stream<typename Cfg::word_t>& words, Dense& out) {
