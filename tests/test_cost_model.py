@@ -562,6 +562,8 @@ def test_a_full_channel_holds_its_producer():
     assert CostModel.design_interval(held, [8, 0], everyone) == 8.0
     light_first = [np.ones(1, bool), np.array([False, False, True, True])]
     assert CostModel.design_interval(held, [8, 0], light_first) == 6.0
+    # a limit beyond the vectors that take a place holds nothing back
+    assert CostModel.design_interval(held, [8, 4], light_first) == 6.0
 
 
 def deep_memory(cost: CostModel, stages: tuple[Stage, ...]) -> str | None:

@@ -170,11 +170,11 @@ def searched(estimate) -> float:
 
 def assert_least_latency(estimate, least: float, what: str) -> None:
     """The latency program stops within its relative gap (scheduler.LATENCY_GAP) of the least
-    latency of its candidates, which leave out the reader's: never below `least`, at most that
-    gap above it."""
+    latency of its candidates, which leave out the reader's: never below `least`, and at most
+    least / (1 - gap), the gap being relative to the design found (HiGHS's mip_rel_gap)."""
     found, reader = searched(estimate), estimate.reader.latency
     assert found >= least * (1 - 1e-9), what
-    assert found - reader <= (least - reader) * (1 + scheduler.LATENCY_GAP), what
+    assert found - reader <= (least - reader) / (1 - scheduler.LATENCY_GAP), what
 
 
 def _searched(stage) -> float:

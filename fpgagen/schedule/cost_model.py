@@ -1157,7 +1157,7 @@ class CostModel:
         for s, capacity in enumerate(capacities):
             taking = np.ones(vectors, bool) if placed is None else np.broadcast_to(placed[s], (vectors,))
             order = np.flatnonzero(np.tile(taking, TANDEM_PASSES))  # the vectors that take a place, in turn
-            behind[s, order[capacity + 1 :]] = order[: order.size - capacity - 1]
+            behind[s, order[capacity + 1 :]] = order[: max(0, order.size - capacity - 1)]
         finished = np.zeros_like(units)
         for v in range(units.shape[1]):
             ready = 0.0  # when the unit before has finished vector v
