@@ -1082,6 +1082,8 @@ class CostModel:
                     load=cost.load,
                 )
             )
+        # a deep channel's run-ahead limit, and which vectors it counts (shallow channels have neither)
+        limits = ([DEEP_CHANNEL_AHEAD] * len(stages), self.placed(stages)) if deep_channels else (None, None)
         return DesignEstimate(
             model=self.model.name,
             board=self.board,
@@ -1092,9 +1094,7 @@ class CostModel:
             layers=tuple(layer_estimates),
             stages=tuple(stage_estimates),
             roofline=self.roofline(),
-            interval=self.design_interval(
-                held, [DEEP_CHANNEL_AHEAD] * len(stages) if deep_channels else None, self.placed(stages)
-            ),
+            interval=self.design_interval(held, *limits),
             deep_channels=deep_channels,
         )
 
