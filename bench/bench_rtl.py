@@ -1,9 +1,9 @@
 """RTL efficiency and cost-model accuracy on the designs users get (issue 10, done-when 1 and 3).
 
-Designs, each compiled for the U280 with --calib on real-looking inputs, simulated under Verilator
-on the calibration rows the compiler writes as test vectors (so the cost model's activity sample
-and the simulated inputs are the same vectors: the model's error below is its formulas' error, not
-a calibration set's unlikeness):
+Designs, each compiled for the U280 (but the last) with --calib on real-looking inputs, simulated
+under Verilator on the calibration rows the compiler writes as test vectors (so the cost model's
+activity sample and the simulated inputs are the same vectors: the model's error below is its
+formulas' error, not a calibration set's unlikeness):
   gc-auto         Graph Challenge 1024 x L (stroke images), the scheduler's own schedule, P and K
   mlp-auto        a random 90%-sparse 1024-wide ReLU MLP (nonnegative inputs, half of them zero),
                   the scheduler's own choice
@@ -12,6 +12,8 @@ a calibration set's unlikeness):
   gc-dataflow-64  Graph Challenge, --schedule dataflow --pes 64 (K still the scheduler's)
   gc-seq-32       Graph Challenge, --schedule sequential --pes 32
   mlp-seq-32      the MLP, --schedule sequential --pes 32
+  mlp-pynq-z2     the MLP compiled for a PYNQ-Z2 (the others for the U280), the scheduler's own
+                  choice: block RAM full, so shallow channels between its three stages
 The sequential designs' memory answers every burst the manifest's memory_latency (100) cycles
 after its address, at the channel's bandwidth.
 
@@ -100,6 +102,9 @@ CONFIGS = (
     # make 64-byte beats, more than a channel's: the scheduler stripes them over two
     Config("gc-seq-32", "gc", ("--schedule", "sequential", "--pes", "32"), 0.60, "forced sequential P=32"),
     Config("mlp-seq-32", "mlp", ("--schedule", "sequential", "--pes", "32"), 0.60, "forced sequential P=32"),
+    # a small board: its block RAM full, the channels stay shallow (the cost model's one-vector-ahead
+    # line, docs/cost-model.md "Designs"); two dataflow stages and a sequential one
+    Config("mlp-pynq-z2", "mlp", ("--board", "pynq-z2"), 0.60, "the scheduler's own choice for a PYNQ-Z2"),
 )
 
 

@@ -49,6 +49,7 @@ from fpgagen.schedule.boards import load_board
 from fpgagen.schedule.cost_model import (
     CHANNEL_FF,
     CHANNEL_LUT,
+    DEEP_CHANNEL_AHEAD,
     L_COMPUTE,
     L_DRAIN,
     L_LOOKUP,
@@ -58,6 +59,7 @@ from fpgagen.schedule.cost_model import (
     L_SINGLE_CYCLE,
     L_WORDS,
     READER_LOGIC,
+    SHALLOW_CHANNEL_AHEAD,
     CostModel,
     DesignEstimate,
     LayerCycles,
@@ -272,7 +274,7 @@ def test_a_pass_looks_up_the_outputs_of_the_pass_before_as_the_serializer_emits_
     assert alone.after(slow, looped_back=True).compute == pytest.approx(900 - 40 - L_PASS + latency)
 
 
-def test_a_dataflow_design_interval_is_its_slowest_stage_vector_by_vector():
+def test_a_dataflow_design_interval_lets_a_stage_run_a_vector_ahead():
     cost = hand_cost()
     stages = (Stage(DATAFLOW, (0,), 2, BRAM), Stage(DATAFLOW, (1,), 1, BRAM))
     estimate = cost.estimate(stages, batch=1)
@@ -282,8 +284,12 @@ def test_a_dataflow_design_interval_is_its_slowest_stage_vector_by_vector():
     )
     assert estimate.bottleneck == pytest.approx(max(estimate.reader.interval, *(s.interval for s in estimate.stages)))
     held = [cost.reader().held, *(cost.stage(stage).held for stage in stages)]
-    assert estimate.interval == pytest.approx(np.max(held, axis=0).mean())
-    assert estimate.interval >= estimate.bottleneck
+    assert [h.tolist() for h in held] == [[2, 2], [15, 15], [16, 10]]
+    # through shallow channels the first stage runs a vector ahead of the second, whose 16 cycles
+    # on the first vector overlap the first stage's 15 on the second: the first stage's mean, not
+    # the mean over the vectors of the slower stage (15.5)
+    assert estimate.deep_channels is None
+    assert estimate.interval == estimate.bottleneck == 15.0
     stages_latency = a.compute + a.occupancy + b.compute + b.occupancy
     assert estimate.latency == pytest.approx(estimate.reader.latency + stages_latency)
 
@@ -532,23 +538,26 @@ def test_the_compute_roof_counts_dsps_for_multiplied_macs_and_luts_for_all():
     assert shifts.dsp_bound == math.inf and shifts.compute_bound == shifts.lut_bound
 
 
-def test_a_vector_slow_at_any_stage_holds_the_pipeline():
-    # stage A is slow on the first vector, stage B on the second: each stage averages 6 cycles,
-    # but the pipeline waits 10 on both
-    held = [np.array([3.0]), np.array([10.0, 2.0]), np.array([2.0, 10.0])]
-    assert CostModel.design_interval(held) == 10.0
+def test_a_shallow_channel_lets_a_stage_run_one_vector_ahead():
+    # stage A is slow on runs of vectors, B on the others: each averages 6 cycles a vector
+    shallow, deep = [SHALLOW_CHANNEL_AHEAD] * 2, [DEEP_CHANNEL_AHEAD] * 2
+    twos = [np.ones(4), np.array([2.0, 2.0, 10.0, 10.0]), np.array([10.0, 10.0, 2.0, 2.0])]
+    # A's two banks: A finishes vector v once B has finished v - 2, so runs of two overlap
+    assert CostModel.design_interval(twos, shallow) == 6.0
+    assert CostModel.design_interval(twos, [0, 0]) == 8.0  # without a vector ahead they would not
+    threes = [np.ones(6), np.array([2.0, 2.0, 2.0, 10.0, 10.0, 10.0]), np.array([10.0, 10.0, 10.0, 2.0, 2.0, 2.0])]
+    assert CostModel.design_interval(threes, shallow) == 7.0
+    assert CostModel.design_interval(threes, deep) == 6.0  # a deep channel holds another vector
 
 
 def test_deep_channels_let_stages_slow_on_different_vectors_overlap():
-    # the reader takes 1 cycle a vector, A is slow on even vectors, B on odd ones
     held = [np.ones(4), np.array([10.0, 2.0, 10.0, 2.0]), np.array([2.0, 10.0, 2.0, 10.0])]
-    # shallow: every vector waits for its slowest stage
-    assert CostModel.design_interval(held) == 10.0
     # room for every vector in the channels: in steady state each stage at its own mean
     assert CostModel.design_interval(held, [8, 8]) == 6.0
     # every vector alike: the slowest stage, whatever the channels
     alike = [np.ones(4), np.full(4, 7.0), np.full(4, 3.0)]
-    assert CostModel.design_interval(alike) == CostModel.design_interval(alike, [8, 8]) == 7.0
+    shallow = [SHALLOW_CHANNEL_AHEAD] * 2
+    assert CostModel.design_interval(alike, shallow) == CostModel.design_interval(alike, [8, 8]) == 7.0
 
 
 def test_a_full_channel_holds_its_producer():
@@ -576,7 +585,7 @@ def deep_memory(cost: CostModel, stages: tuple[Stage, ...]) -> str | None:
 
 
 def test_deep_channels_are_taken_when_they_fit_and_help():
-    images = draw_images(64, 16, np.random.default_rng(3)).toarray()
+    images = draw_images(64, 32, np.random.default_rng(5)).toarray()
     model = quantize(network(64, 3), parse_precision("w8a16"), images)
     activity = Activity.from_calibration(model, images)
     cost = CostModel(model, BOARD, activity)
@@ -596,6 +605,22 @@ def test_deep_channels_are_taken_when_they_fit_and_help():
     assert deep_memory(CostModel(model, replace(no_bram, uram=0), activity), stages) is None
     # a density: one expected vector, nothing to overlap
     assert deep_memory(CostModel(model, BOARD, Activity.uniform(model, 0.5)), stages) is None
+
+
+def test_deep_channels_that_fit_are_taken_where_the_line_runs_as_fast_without():
+    # in Verilator deep channels never ran slower, and at P = 40, K = 2 faster than the line
+    # says shallow ones run (docs/cost-model.md, "Designs")
+    images = draw_images(64, 16, np.random.default_rng(3)).toarray()
+    model = quantize(network(64, 3), parse_precision("w8a16"), images)
+    cost = CostModel(model, BOARD, Activity.from_calibration(model, images))
+    stages = tuple(Stage(DATAFLOW, (index,), 4, BRAM, 2) for index in range(len(model.layers)))
+    shallow, deep = cost.estimate(stages, 8), cost.estimate(stages, 8, deep_channels=BLOCK_RAM)
+    assert deep.interval == shallow.interval > shallow.bottleneck
+    assert deep_memory(cost, stages) == BLOCK_RAM
+    # none left in either memory: shallow, and no second search (the line would be no shorter)
+    neither = replace(BOARD, bram36=BOARD.shell_bram36 + shallow.resources.bram, uram=0)
+    kept, estimate = deepening(Problem(CostModel(model, neither, cost.activity), []), stages, 8, "throughput", "design")
+    assert kept == stages and estimate.deep_channels is None
 
 
 def test_stacked_banks_halve_the_accumulators_block_ram_for_a_cycle_an_address(monkeypatch):

@@ -525,7 +525,7 @@ def test_deep_channels_go_to_ultraram_when_block_ram_is_short(tmp_path):
     """Images slow at different layers want deep channels; with no block RAM left for them they
     go to UltraRAM (a FIFO needs no initial contents), as the plan, the RTL's FIFOs and the HLS
     streams say; without UltraRAM either, the channels stay shallow."""
-    images = draw_images(64, 16, np.random.default_rng(3)).toarray()
+    images = draw_images(64, 32, np.random.default_rng(5)).toarray()
     model = quantize(network(64, 3), parse_precision("w8a16"), images)
     activity = Activity.from_calibration(model, images)
     roomy = schedule(model, U280, DATAFLOW, pes=4, activity=activity)
@@ -548,7 +548,7 @@ def test_the_search_makes_room_for_deep_channels_where_they_pay():
     """A design that fills the block RAM leaves none for deep channels; for throughput the
     search runs again with each stage charged for its deep channel and keeps the faster design:
     here fewer issue units, 2 BRAM36 more instead of the 6 that deep channels add to the first."""
-    images = draw_images(64, 16, np.random.default_rng(3)).toarray()
+    images = draw_images(64, 32, np.random.default_rng(5)).toarray()
     model = quantize(network(64, 3), parse_precision("w8a16"), images)
     activity = Activity.from_calibration(model, images)
     roomy = schedule(model, U280, DATAFLOW, pes=4, activity=activity).schedule

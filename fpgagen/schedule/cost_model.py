@@ -126,7 +126,7 @@ SINGLE_CYCLE_LUT_PER_ACC_BIT, SINGLE_CYCLE_FF_PER_ACC_BIT = 3.9, 7.7
 # at P = 16, 40 and 64 and the test MLP positions_only: 7.9 to 13.7 LUTs and 4.3 to 5.0 FFs (one
 # PE alone: 8 and 3 at K = 2, 7 and 5 at K = 4; none at K = 1).
 OLDEST_FIRST_LUT_PER_PE, OLDEST_FIRST_FF_PER_PE = 10.0, 5.0
-# passes of the activity's sample through a design with deep channels (CostModel.design_interval)
+# passes of the activity's sample through the tandem line (CostModel.design_interval)
 TANDEM_PASSES = 4
 # Vectors a stage finishes ahead of the next through a deep channel (CostModel.design_interval):
 # measured in Verilator as the tandem line that reproduces the RTL's interval, whatever the channel's
@@ -140,6 +140,14 @@ TANDEM_PASSES = 4
 # and GC 1024 x 24 with its deep layers at P = 40, K = 2, half of its images dead there, at 597.7
 # (594.4; 652.8 counting every vector), first result to last over four passes.
 DEEP_CHANNEL_AHEAD = 2
+# Vectors a stage finishes ahead of the next through a shallow channel: its two banks, one being
+# drained into the channel as the next stage takes the items, so a stage finishes vector v only
+# once the next has taken vector v - 2. Measured in Verilator, first result to last over four
+# passes of 32 vectors, the same designs with shallow channels: Graph Challenge 1024 x 8 at
+# P = 64, K = 4 328.0 (modelled 327.2), at P = 40, K = 2 612.7 (597.0), the 1024-wide 90%-sparse
+# MLP of bench_rtl 865.7 (882.3); the rule before, every vector waiting for its slowest stage
+# (right while a drain wrote a word for every address), said 397.2, 735.6 and 891.8.
+SHALLOW_CHANNEL_AHEAD = 1
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "PE x unit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, PE_FIFO_LUT, UNIT_LUT, STAGE_LUT)
 FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, PE_FIFO_FF, UNIT_FF, STAGE_FF)
@@ -1082,8 +1090,7 @@ class CostModel:
                     load=cost.load,
                 )
             )
-        # a deep channel's run-ahead limit, and which vectors it counts (shallow channels have neither)
-        limits = ([DEEP_CHANNEL_AHEAD] * len(stages), self.placed(stages)) if deep_channels else (None, None)
+        ahead = DEEP_CHANNEL_AHEAD if deep_channels else SHALLOW_CHANNEL_AHEAD
         return DesignEstimate(
             model=self.model.name,
             board=self.board,
@@ -1094,7 +1101,7 @@ class CostModel:
             layers=tuple(layer_estimates),
             stages=tuple(stage_estimates),
             roofline=self.roofline(),
-            interval=self.design_interval(held, *limits),
+            interval=self.design_interval(held, [ahead] * len(stages), self.placed(stages)),
             deep_channels=deep_channels,
         )
 
@@ -1125,32 +1132,25 @@ class CostModel:
         return placed
 
     @staticmethod
-    def design_interval(
-        held: list[np.ndarray], capacities: list[int] | None = None, placed: list[np.ndarray] | None = None
-    ) -> float:
+    def design_interval(held: list[np.ndarray], capacities: list[int], placed: list[np.ndarray] | None = None) -> float:
         """Cycles between vectors in steady state, from how long the reader and each stage hold
         each vector (docs/cost-model.md, "Designs").
 
-        Shallow channels (`capacities` None): a stage holds at most two vectors (its two banks) and
-        a channel a few items, so a vector that is slow at any stage holds the whole pipeline: the
-        interval is the mean, over the vectors, of the slowest stage on each.
-
-        Deep channels, where channel s lets unit s finish a vector `capacities[s]` vectors before
-        unit s + 1 has finished it: a tandem line, each unit taking the vectors in order, each as
-        soon as it has finished the one before and the unit before has finished it, and holding
-        it until there is room behind. Only the vectors that take a place behind unit s count
-        (`placed[s]`, per vector; all of them by default): a stage's drain writes no word for a
-        vector whose outputs are all zero, which leaves its end words alone in the word FIFO and
-        the channel. The sample runs TANDEM_PASSES times in a row and the
-        interval is the last pass's mean: the first one fills the line, and a sample whose first
-        vectors are light (Graph Challenge images that die early) would read as a backlog there.
-
-        Either is at least the slowest stage's mean."""
+        A tandem line: each unit takes the vectors in order, each as soon as it has finished the
+        one before and the unit before has finished it, and holds it until there is room behind:
+        channel s lets unit s finish a vector `capacities[s]` vectors before unit s + 1 has
+        finished it (SHALLOW_CHANNEL_AHEAD, DEEP_CHANNEL_AHEAD). Only the vectors that take a
+        place behind unit s count (`placed[s]`, per vector; all of them by default): a stage's
+        drain writes no word for a vector whose outputs are all zero, which leaves its end words
+        alone in the word FIFO and the channel. The sample runs TANDEM_PASSES times in a row and
+        the interval is the last pass's mean: the first one fills the line, and a sample whose
+        first vectors are light (Graph Challenge images that die early) would read as a backlog
+        there. It is at least the slowest unit's mean."""
         vectors = max(h.size for h in held)
         units = np.array([np.broadcast_to(h, (vectors,)) for h in held])
         bottleneck = float(units.mean(axis=1).max())
-        if capacities is None or vectors == 1:
-            return float(units.max(axis=0).mean())
+        if vectors == 1:
+            return bottleneck
         units = np.tile(units, TANDEM_PASSES)
         # behind[s][v]: the vector unit s + 1 must have finished before unit s finishes v, or -1
         behind = np.full((len(capacities), units.shape[1]), -1)

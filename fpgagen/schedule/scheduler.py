@@ -169,9 +169,12 @@ def deepening(
     """The design's stages and its estimate, whose `deep_channels` says whether its channels are
     to be deep, and in which memory: block
     RAM when the budget has it left, else UltraRAM (which a FIFO may be: it needs no initial
-    contents) on a board that has it; None (shallow channels) when deep channels do not shorten
-    the interval. They only decouple stages that are slow on different vectors, so a design whose
-    vectors all take as long (scheduled for a density) keeps shallow ones.
+    contents) on a board that has it; None (shallow channels) when neither fits. They only
+    decouple stages that are slow on different vectors, so a design whose vectors all take as
+    long (scheduled for a density) keeps shallow ones. Deep channels that fit are taken even
+    where the cost model's line runs as fast through shallow ones: in Verilator they never ran
+    slower, and at P = 40, K = 2 faster than the line says shallow ones run (docs/cost-model.md,
+    "Designs").
 
     The search prices stages, not channels, so its design may fill the board to the last block
     (Graph Challenge 4096 x 120 on the U280 left 2 URAM too few for 242). For throughput, the
@@ -181,15 +184,16 @@ def deepening(
     (its `limit`), `candidates` prices them."""
     cost = problem.cost
     shallow = cost.estimate(stages, batch)
+    if cost.activity.samples is None:
+        return stages, shallow  # one expected vector: nothing to decouple
     overruns = []
     for memory in (BRAM, URAM) if cost.uram else (BRAM,):
         deep = cost.estimate(stages, batch, deep_channels=memory)
-        if deep.interval >= shallow.interval:
-            return stages, shallow  # the same tandem line in either memory
         if deep.resources.fits(shallow.budget):
             return stages, deep
-        overruns.append((_overrun(deep.resources, shallow.budget), memory))
-    if objective != "throughput":
+        if deep.interval < shallow.interval:
+            overruns.append((_overrun(deep.resources, shallow.budget), memory))
+    if objective != "throughput" or not overruns:  # a new search pays only where the line is shorter
         return stages, shallow
     memory = min(overruns)[1]
     pool = problem if candidates is None or shallow.interval <= problem.limit else candidates.problem(shallow.interval)
