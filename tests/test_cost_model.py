@@ -621,6 +621,11 @@ def test_deep_channels_that_fit_are_taken_where_the_line_runs_as_fast_without():
     neither = replace(BOARD, bram36=BOARD.shell_bram36 + shallow.resources.bram, uram=0)
     kept, estimate = deepening(Problem(CostModel(model, neither, cost.activity), []), stages, 8, "throughput", "design")
     assert kept == stages and estimate.deep_channels is None
+    # vectors alike: the line runs at the slowest stage's pace, and deep channels would decouple nothing
+    alike = np.tile(images[:1], (8, 1))
+    cost = CostModel(model, BOARD, Activity.from_calibration(model, alike))
+    assert cost.estimate(stages, 8).interval == cost.estimate(stages, 8).bottleneck
+    assert deep_memory(cost, stages) is None
 
 
 def test_stacked_banks_halve_the_accumulators_block_ram_for_a_cycle_an_address(monkeypatch):

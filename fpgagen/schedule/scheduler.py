@@ -170,11 +170,11 @@ def deepening(
     to be deep, and in which memory: block
     RAM when the budget has it left, else UltraRAM (which a FIFO may be: it needs no initial
     contents) on a board that has it; None (shallow channels) when neither fits. They only
-    decouple stages that are slow on different vectors, so a design whose vectors all take as
-    long (scheduled for a density) keeps shallow ones. Deep channels that fit are taken even
-    where the cost model's line runs as fast through shallow ones: in Verilator they never ran
-    slower, and at P = 40, K = 2 faster than the line says shallow ones run (docs/cost-model.md,
-    "Designs").
+    decouple stages that are slow on different vectors, so a design whose line runs at its
+    slowest stage's pace (scheduled for a density, or on vectors alike) keeps shallow ones.
+    Otherwise deep channels that fit are taken even where the cost model's line runs as fast
+    through shallow ones: in Verilator they never ran slower, and at P = 40, K = 2 faster than
+    the line says shallow ones run (docs/cost-model.md, "Designs").
 
     The search prices stages, not channels, so its design may fill the board to the last block
     (Graph Challenge 4096 x 120 on the U280 left 2 URAM too few for 242). For throughput, the
@@ -184,8 +184,8 @@ def deepening(
     (its `limit`), `candidates` prices them."""
     cost = problem.cost
     shallow = cost.estimate(stages, batch)
-    if cost.activity.samples is None:
-        return stages, shallow  # one expected vector: nothing to decouple
+    if shallow.interval <= shallow.bottleneck:
+        return stages, shallow  # no vector waits for another stage: nothing to decouple
     overruns = []
     for memory in (BRAM, URAM) if cost.uram else (BRAM,):
         deep = cost.estimate(stages, batch, deep_channels=memory)
