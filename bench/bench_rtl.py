@@ -45,7 +45,8 @@ Model error = (estimate - measured) / measured, for the busy cycles and for the 
 Interval: the design's modelled interval against the measured steady-state cycles per vector,
 (total cycles - cycles to the first output) / (vectors - 1).
 
-Writes bench/results/rtl.json. Run: python bench/bench_rtl.py [--images N] [--layers L] [--only NAME]
+Writes bench/results/rtl.json; with --only, the other designs' runs of an earlier run with the same
+--images and --layers stay in it. Run: python bench/bench_rtl.py [--images N] [--layers L] [--only NAME]
 """
 
 from __future__ import annotations
@@ -332,6 +333,21 @@ def print_run(report: dict) -> list[str]:
     return failures
 
 
+def merged(results: Path, options: argparse.Namespace, reports: list, failures: list) -> tuple[list, list]:
+    """This run's reports and failures with those of the designs it left out, from the earlier results
+    file when that ran the same images and layers, in the order of CONFIGS."""
+    if not results.is_file():
+        return reports, failures
+    earlier = json.loads(results.read_text())
+    if (earlier.get("images"), earlier.get("gc_layers")) != (options.images, options.layers):
+        return reports, failures
+    kept = [run for run in earlier["runs"] if run["name"] not in options.only]
+    order = [config.name for config in CONFIGS]
+    runs = sorted(kept + reports, key=lambda run: order.index(run["name"]) if run["name"] in order else len(order))
+    kept_failures = [failure for failure in earlier["failures"] if failure.split()[0].rstrip(":") not in options.only]
+    return runs, kept_failures + failures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=32, help="vectors simulated (calibration rows)")
@@ -360,6 +376,8 @@ def main() -> int:
 
     results = HERE / "results" / "rtl.json"
     results.parent.mkdir(exist_ok=True)
+    if options.only:
+        reports, failures = merged(results, options, reports, failures)
     results.write_text(json.dumps({"simulator": "verilator", "images": options.images, "gc_layers": options.layers,
                                    "runs": reports, "failures": failures}, indent=2) + "\n")  # fmt: skip
     print(f"\nwrote {results}")
