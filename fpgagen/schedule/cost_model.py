@@ -142,7 +142,7 @@ TANDEM_PASSES = 4
 DEEP_CHANNEL_AHEAD = 2
 # Vectors a stage finishes ahead of the next through a shallow channel: its two banks, one being
 # drained into the channel as the next stage takes the items, so a stage finishes vector v only
-# once the next has taken vector v - 2. Measured in Verilator, first result to last over four
+# once the next has finished vector v - 2 (taken its items, all but the few the channel holds). Measured in Verilator, first result to last over four
 # passes of 32 vectors, the same designs with shallow channels: Graph Challenge 1024 x 8 at
 # P = 64, K = 4 328.0 (modelled 327.2), at P = 40, K = 2 612.7 (597.0), the 1024-wide 90%-sparse
 # MLP of bench_rtl 865.7 (882.3); the rule before, every vector waiting for its slowest stage

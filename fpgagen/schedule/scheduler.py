@@ -90,6 +90,9 @@ PROGRAM_SECONDS = 15.0
 # could take any multiple of 8 PEs (many near-equal designs); 1e-3 closes in a second or two and
 # gave a latency 0.06% above the one the exact program had when its time ran out.
 LATENCY_GAP = 1e-3
+# Intervals closer than this, relative, are equal: a tandem line's interval is a difference of long
+# sums, and two lines that run alike can round a few ulps apart.
+INTERVAL_TOLERANCE = 1e-9
 PRICE_ROUNDS = 30  # re-pricings of the resources before a feasibility question goes to the program
 
 
@@ -169,12 +172,13 @@ def deepening(
     """The design's stages and its estimate, whose `deep_channels` says whether its channels are
     to be deep, and in which memory: block
     RAM when the budget has it left, else UltraRAM (which a FIFO may be: it needs no initial
-    contents) on a board that has it; None (shallow channels) when neither fits. They only
-    decouple stages that are slow on different vectors, so a design whose line runs at its
-    slowest stage's pace (scheduled for a density, or on vectors alike) keeps shallow ones.
-    Otherwise deep channels that fit are taken even where the cost model's line runs as fast
-    through shallow ones: in Verilator they never ran slower, and at P = 40, K = 2 faster than
-    the line says shallow ones run (docs/cost-model.md, "Designs").
+    contents) on a board that has it; None (shallow channels) when neither fits, or when the
+    interval is no shorter with them and the design is a single stage or scheduled for a density
+    (one expected vector). A design of two stages or more on measured vectors takes deep channels
+    that fit even where the cost model's line runs as fast through shallow ones: in Verilator
+    they never ran slower, and at P = 40, K = 2 faster than the line says shallow ones run
+    (docs/cost-model.md, "Designs"), and their FIFOs leave LUT RAM for memory the design left
+    idle.
 
     The search prices stages, not channels, so its design may fill the board to the last block
     (Graph Challenge 4096 x 120 on the U280 left 2 URAM too few for 242). For throughput, the
@@ -184,14 +188,14 @@ def deepening(
     (its `limit`), `candidates` prices them."""
     cost = problem.cost
     shallow = cost.estimate(stages, batch)
-    if shallow.interval <= shallow.bottleneck:
-        return stages, shallow  # no vector waits for another stage: nothing to decouple
+    even = len(stages) > 1 and cost.activity.samples is not None  # deep channels at an equal interval
     overruns = []
     for memory in (BRAM, URAM) if cost.uram else (BRAM,):
         deep = cost.estimate(stages, batch, deep_channels=memory)
-        if deep.resources.fits(shallow.budget):
+        shorter = deep.interval < shallow.interval * (1 - INTERVAL_TOLERANCE)
+        if deep.resources.fits(shallow.budget) and (shorter or even):
             return stages, deep
-        if deep.interval < shallow.interval:
+        if shorter:
             overruns.append((_overrun(deep.resources, shallow.budget), memory))
     if objective != "throughput" or not overruns:  # a new search pays only where the line is shorter
         return stages, shallow
@@ -207,7 +211,7 @@ def deepening(
     except DoesNotFit:
         return stages, shallow
     deep = cost.estimate(restaged, batch, deep_channels=memory)
-    if not deep.resources.fits(shallow.budget) or deep.interval >= shallow.interval:
+    if not deep.resources.fits(shallow.budget) or deep.interval >= shallow.interval * (1 - INTERVAL_TOLERANCE):
         return stages, shallow
     problem.timed_out.extend(charged.timed_out)
     return restaged, deep
