@@ -142,11 +142,12 @@ TANDEM_PASSES = 4
 DEEP_CHANNEL_AHEAD = 2
 # Vectors a stage finishes ahead of the next through a shallow channel: its two banks, one being
 # drained into the channel as the next stage takes the items, so a stage finishes vector v only
-# once the next has finished vector v - 2 (taken its items, all but the few the channel holds). Measured in Verilator, first result to last over four
-# passes of 32 vectors, the same designs with shallow channels: Graph Challenge 1024 x 8 at
-# P = 64, K = 4 328.0 (modelled 327.2), at P = 40, K = 2 612.7 (597.0), the 1024-wide 90%-sparse
-# MLP of bench_rtl 865.7 (882.3); the rule before, every vector waiting for its slowest stage
-# (right while a drain wrote a word for every address), said 397.2, 735.6 and 891.8.
+# once the next has finished vector v - 2 (taken its items, all but the few the channel holds).
+# Measured in Verilator, first result to last over four passes of 32 vectors, the same designs
+# with shallow channels: Graph Challenge 1024 x 8 at P = 64, K = 4 328.0 (modelled 327.2), at
+# P = 40, K = 2 612.7 (597.0), the 1024-wide 90%-sparse MLP of bench_rtl 865.7 (882.3); the rule
+# before, every vector waiting for its slowest stage (right while a drain wrote a word for every
+# address), said 397.2, 735.6 and 891.8.
 SHALLOW_CHANNEL_AHEAD = 1
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "PE x unit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, PE_FIFO_LUT, UNIT_LUT, STAGE_LUT)

@@ -192,7 +192,7 @@ def deepening(
     overruns = []
     for memory in (BRAM, URAM) if cost.uram else (BRAM,):
         deep = cost.estimate(stages, batch, deep_channels=memory)
-        shorter = deep.interval < shallow.interval * (1 - INTERVAL_TOLERANCE)
+        shorter = _shorter(deep.interval, shallow.interval)
         if deep.resources.fits(shallow.budget) and (shorter or even):
             return stages, deep
         if shorter:
@@ -211,10 +211,15 @@ def deepening(
     except DoesNotFit:
         return stages, shallow
     deep = cost.estimate(restaged, batch, deep_channels=memory)
-    if not deep.resources.fits(shallow.budget) or deep.interval >= shallow.interval * (1 - INTERVAL_TOLERANCE):
+    if not deep.resources.fits(shallow.budget) or not _shorter(deep.interval, shallow.interval):
         return stages, shallow
     problem.timed_out.extend(charged.timed_out)
     return restaged, deep
+
+
+def _shorter(interval: float, than: float) -> bool:
+    """Whether `interval` is shorter than `than` by more than INTERVAL_TOLERANCE."""
+    return interval < than * (1 - INTERVAL_TOLERANCE)
 
 
 def _overrun(used: Resources, budget: Resources) -> float:
