@@ -118,7 +118,7 @@ def write_design(
     if plan.interface.load_port is not None:
         (folder / plan.interface.load_port.image).write_bytes(plan.load_image)
     step("computing test vectors")
-    write_vectors(model, golden_vectors(model, inputs.x, inputs.source), folder / "vectors")
+    write_vectors(model, golden_vectors(model, inputs.x, inputs.source, inputs.calibration_rows), folder / "vectors")
     numerics = numerics or NumericsRecord(None, None, None, None)
     if numerics.accuracy is None:
         numerics = replace(numerics, accuracy=_test_vector_accuracy(model, inputs.x))

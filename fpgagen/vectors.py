@@ -42,6 +42,7 @@ _CALIB_SCAN = 64  # at most this many multiples are examined
 class ChosenInputs:
     x: np.ndarray  # (count, in_features) float inputs
     source: str  # how they were chosen, recorded in vectors.json and shown in the report
+    calibration_rows: tuple[int, ...] | None = None  # the calibration inputs' rows they are, if they are
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Vectors:
     x_q: np.ndarray  # (batch, in_features) int16
     layer_outputs: list[np.ndarray]  # per layer (batch, out_features) int16
     source: str = "inputs"
+    calibration_rows: tuple[int, ...] | None = None  # as ChosenInputs', recorded in vectors.json
 
     @property
     def batch(self) -> int:
@@ -157,7 +159,7 @@ def calibration_inputs(model: Model, calib: np.ndarray, count: int = DEFAULT_COU
     picked = set(full[:wanted].tolist())
     others = (index for index in range(len(calib)) if index not in picked)
     rows = sorted([*picked, *islice(others, count - len(picked))])
-    return ChosenInputs(calib[rows], f"calibration rows {_ranges(rows)}")
+    return ChosenInputs(calib[rows], f"calibration rows {_ranges(rows)}", tuple(rows))
 
 
 def _ranges(indices: list[int]) -> str:
@@ -172,12 +174,15 @@ def _ranges(indices: list[int]) -> str:
     return ", ".join(parts)
 
 
-def golden_vectors(model: Model, inputs: np.ndarray, source: str = "inputs") -> Vectors:
-    """Quantize float `inputs` and run them through the golden model, keeping every layer's output."""
+def golden_vectors(
+    model: Model, inputs: np.ndarray, source: str = "inputs", calibration_rows: tuple[int, ...] | None = None
+) -> Vectors:
+    """Quantize float `inputs` and run them through the golden model, keeping every layer's output
+    (`source` and `calibration_rows` say where the inputs came from; see ChosenInputs)."""
     golden = GoldenModel(model)
     x_q = golden.quantize_inputs(flatten_inputs(model, inputs, source))
     outputs = [out.toarray() for out in golden.run_q(x_q, trace=True)]
-    return Vectors(x_q.astype(np.int16), [y.astype(np.int16) for y in outputs], source)
+    return Vectors(x_q.astype(np.int16), [y.astype(np.int16) for y in outputs], source, calibration_rows)
 
 
 def write_vectors(model: Model, vectors: Vectors, folder: Path) -> None:
@@ -189,6 +194,7 @@ def write_vectors(model: Model, vectors: Vectors, folder: Path) -> None:
         "batch": vectors.batch,
         "in_features": model.in_features,
         "source": vectors.source,
+        "calibration_rows": None if vectors.calibration_rows is None else list(vectors.calibration_rows),
         "layers": [
             {"name": layer.name, "file": f"y{index}.bin", "out_features": layer.out_features}
             for index, layer in enumerate(model.layers)
@@ -208,4 +214,5 @@ def read_vectors(folder: Path) -> Vectors:
         ]
     except (OSError, KeyError, ValueError) as exc:
         raise FpgagenError(f"{folder}: not a readable vectors folder ({exc})") from None
-    return Vectors(x_q, outputs, meta.get("source", "inputs"))
+    rows = meta.get("calibration_rows")
+    return Vectors(x_q, outputs, meta.get("source", "inputs"), None if rows is None else tuple(rows))

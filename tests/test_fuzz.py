@@ -89,14 +89,6 @@ def predict(run_cli, source: Path, inputs: Path, out: Path, *options) -> np.ndar
     return np.load(out)
 
 
-def calibration_rows(source: str) -> list[int]:
-    """The rows of the calibration inputs the test vectors are, from their recorded source
-    ("calibration rows 0-4, 7": the first rows, but at least half of them keep every layer busy,
-    fpgagen.vectors.calibration_inputs)."""
-    ranges = source.removeprefix("calibration rows ").split(", ")
-    return [row for part in ranges for row in range(int(part.split("-")[0]), int(part.split("-")[-1]) + 1)]
-
-
 def check_case(case: Case, folder: Path, run_cli, rtl: str | None = None) -> None:
     """Compile `case` and check it against the references; `rtl` names a simulator for the RTL too."""
     design = folder / "design"
@@ -131,7 +123,7 @@ def check_case(case: Case, folder: Path, run_cli, rtl: str | None = None) -> Non
     vectors = read_vectors(design / "vectors")
     last = manifest["layers"][-1]["formats"]["output"]
     frac = int(last.split(".")[1])
-    on_vectors = predict(run_cli, design, case.calib, folder / "vectors.npy")[calibration_rows(vectors.source)]
+    on_vectors = predict(run_cli, design, case.calib, folder / "vectors.npy")[list(vectors.calibration_rows)]
     np.testing.assert_array_equal(on_vectors, vectors.layer_outputs[-1] * 2.0**-frac)
 
     csim = run_cli("csim", design)

@@ -68,7 +68,8 @@ def test_compile_without_calibration_writes_vectors_that_reach_every_layer(tmp_p
     assert "6 test vectors: random inputs" in result.stdout
     vectors = read_vectors(tmp_path / "design" / "vectors")
     assert vectors.batch == 6 and vectors.source.startswith("random inputs")
-    assert json.loads((tmp_path / "design" / "vectors" / "vectors.json").read_text())["source"] == vectors.source
+    meta = json.loads((tmp_path / "design" / "vectors" / "vectors.json").read_text())
+    assert meta["source"] == vectors.source and meta["calibration_rows"] is None
     model = network(1024, 8)
     assert (useful_macs(model, vectors.x_q, vectors.layer_outputs) > 0).all()
 
@@ -78,10 +79,10 @@ def test_calibration_rows_keep_their_order_and_at_least_half_reach_the_last_laye
     images = draw_images(64, 40, np.random.default_rng(3)).toarray()
     images[:6] = 0.0  # the first rows are blank: they reach nothing
     chosen = calibration_inputs(model, images, 8)
-    rows = [int(part) for part in chosen.source.removeprefix("calibration rows ").replace("-", ", ").split(", ")]
-    assert chosen.source.startswith("calibration rows 0-3, ")  # the first rows still come first...
-    later = rows[2:]  # "0-3" lists only its ends: every further number is one row
+    assert chosen.calibration_rows[:4] == (0, 1, 2, 3)  # the first rows still come first...
+    later = list(chosen.calibration_rows[4:])
     assert later == sorted(later) and len(later) == 4 and min(later) > 3
+    assert chosen.source.startswith("calibration rows 0-3, ")
     np.testing.assert_array_equal(chosen.x, images[[0, 1, 2, 3, *later]])
     vectors = golden_vectors(model, chosen.x)
     work = useful_macs(model, vectors.x_q, vectors.layer_outputs)
@@ -93,6 +94,22 @@ def test_calibration_rows_are_taken_as_they_are_when_they_already_reach_every_la
     images = np.ones((5, 64))
     chosen = calibration_inputs(model, images, 3)
     assert chosen.source == "calibration rows 0-2" and chosen.x.shape == (3, 64)
+    assert chosen.calibration_rows == (0, 1, 2)
+
+
+def test_compiled_vectors_record_which_calibration_rows_they_are(tmp_path, run_cli):
+    """vectors.json names the rows as numbers, so a user (or a test) can match the vectors to
+    the calibration file without parsing the text of `source`."""
+    write_onnx(network(64, 6), tmp_path / "gc.onnx")
+    images = draw_images(64, 40, np.random.default_rng(3)).toarray().astype(np.float32)
+    images[:6] = 0.0  # blank rows reach nothing, so the chosen rows are not simply the first
+    np.save(tmp_path / "calib.npy", images)
+    result = run_cli("compile", tmp_path / "gc.onnx", "-o", tmp_path / "design", "--calib", tmp_path / "calib.npy")
+    assert result.exit_code == 0, result.stderr
+    vectors = read_vectors(tmp_path / "design" / "vectors")
+    rows = json.loads((tmp_path / "design" / "vectors" / "vectors.json").read_text())["calibration_rows"]
+    assert rows == list(vectors.calibration_rows) and len(rows) == vectors.batch and rows != list(range(len(rows)))
+    np.testing.assert_array_equal(vectors.x_q != 0, images[rows] != 0)  # binary images: their ink
 
 
 def dead_layer_model() -> Model:
