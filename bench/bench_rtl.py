@@ -1,6 +1,6 @@
 """RTL efficiency and cost-model accuracy on the designs users get (issue 10, done-when 1 and 3).
 
-Designs, each compiled for the U280 (but the last) with --calib on real-looking inputs, simulated
+Designs, each compiled for the U280 (but the last two) with --calib on real-looking inputs, simulated
 under Verilator on the calibration rows the compiler writes as test vectors (so the cost model's
 activity sample and the simulated inputs are the same vectors: the model's error below is its
 formulas' error, not a calibration set's unlikeness):
@@ -14,6 +14,9 @@ formulas' error, not a calibration set's unlikeness):
   mlp-seq-32      the MLP, --schedule sequential --pes 32
   mlp-pynq-z2     the MLP compiled for a PYNQ-Z2 (the others for the U280), the scheduler's own
                   choice: block RAM full, so shallow channels between its three stages
+  gc-seq-chain    Graph Challenge compiled for a U280 cut down to 40 BRAM36, no UltraRAM and 8
+                  channels (bench/boards/u280-cut.yaml), the scheduler's own choice: sequential
+                  stages one after the other through shallow channels, as GC 16384 x 120's
 The sequential designs' memory answers every burst the manifest's memory_latency (100) cycles
 after its address, at the channel's bandwidth.
 
@@ -88,6 +91,8 @@ class Config:
     options: tuple[str, ...]  # compile options beyond --calib and --vectors
     efficiency_target: float
     note: str
+    # issue 11's share of the channels a sequential stage sustains; None: printed, not a target
+    channel_target: float | None = CHANNEL_TARGET
 
 
 CONFIGS = (
@@ -106,6 +111,19 @@ CONFIGS = (
     # a small board: its block RAM full, the channels stay shallow (the cost model's one-vector-ahead
     # line, docs/cost-model.md "Designs"); two dataflow stages and a sequential one
     Config("mlp-pynq-z2", "mlp", ("--board", "pynq-z2"), 0.60, "the scheduler's own choice for a PYNQ-Z2"),
+    # sequential stages chained through shallow channels, as GC 16384 x 120's on the U280: a U280 cut
+    # down to 40 BRAM36, no UltraRAM and 8 channels (bench/boards/u280-cut.yaml)
+    # Its stages wait on each other vector by vector (docs/cost-model.md, "Designs": in lockstep), so
+    # a stage's share of its channel over the design's interval is set by the slowest unit on each
+    # vector, not by the stage: printed, not held to the target.
+    Config(
+        "gc-seq-chain",
+        "gc",
+        ("--board", str(HERE / "boards" / "u280-cut.yaml")),
+        0.60,
+        "the scheduler's own choice for a cut-down U280: sequential stages in a row",
+        None,
+    ),
 )
 
 
@@ -280,6 +298,7 @@ def run(config: Config, work: Path, images: int) -> dict:
         "note": config.note,
         "options": list(config.options),
         "efficiency_target": config.efficiency_target,
+        "channel_target": config.channel_target,
         "seconds": seconds,
         "vectors": results["vectors"],
         "stages": manifest["schedule"]["stages"],
@@ -323,10 +342,11 @@ def print_run(report: dict) -> list[str]:
               f"{channel['channel_use']:.3f} of its channels' bandwidth sustained over the steady interval; "
               f"{channel['takeable_use']:.3f} of what it can take ({channel['beat_bytes']}-byte beats, "
               f"{channel['channel_bytes_per_cycle']:.1f} bytes a cycle from its channels)")  # fmt: skip
-        if channel["takeable_use"] < CHANNEL_TARGET:
+        target = report.get("channel_target", CHANNEL_TARGET)
+        if target is not None and channel["takeable_use"] < target:
             failures.append(
                 f"{report['name']} stage {channel['stage']}: {channel['takeable_use']:.3f} of the bandwidth it can "
-                f"take < {CHANNEL_TARGET}"
+                f"take < {target}"
             )
     if abs(interval_error) > ERROR_TARGET:
         failures.append(f"{report['name']}: interval modelled {interval_error:+.1%} off")

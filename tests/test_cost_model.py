@@ -67,6 +67,7 @@ from fpgagen.schedule.cost_model import (
     Resources,
     StageEstimate,
     engine_logic,
+    in_lockstep,
     least_pe_luts,
     logic_counts,
     price,
@@ -559,6 +560,46 @@ def test_deep_channels_let_stages_slow_on_different_vectors_overlap():
     alike = [np.ones(4), np.full(4, 7.0), np.full(4, 3.0)]
     shallow = [SHALLOW_CHANNEL_AHEAD] * 2
     assert CostModel.design_interval(alike, shallow) == CostModel.design_interval(alike, [8, 8]) == 7.0
+
+
+def test_in_lockstep_every_vector_waits_for_its_slowest_unit():
+    held = [np.ones(4), np.array([2.0, 2.0, 10.0, 10.0]), np.array([10.0, 10.0, 2.0, 2.0])]
+    assert CostModel.lockstep_interval(held) == 10.0
+    assert CostModel.design_interval(held, [SHALLOW_CHANNEL_AHEAD] * 2) == 6.0  # the line overlaps them
+    alike = [np.ones(4), np.full(4, 7.0), np.full(4, 3.0)]
+    assert CostModel.lockstep_interval(alike) == 7.0
+
+
+def test_a_sequential_stage_in_front_of_another_puts_the_design_in_lockstep():
+    """Measured in Verilator through shallow channels and deep ones (bench_rtl's gc-seq-chain)."""
+    images = draw_images(64, 16, np.random.default_rng(3)).toarray()
+    model = quantize(network(64, 3), parse_precision("w8a16"), images)
+    cost = CostModel(model, BOARD, Activity.from_calibration(model, images))
+    first, last = Stage(DATAFLOW, (0,), 1, BRAM, 1), Stage(DATAFLOW, (2,), 1, BRAM, 1)
+    sequential, dataflow = Stage(SEQUENTIAL, (1,), 16, OFFCHIP), Stage(DATAFLOW, (1,), 16, BRAM, 1)
+    assert in_lockstep((first, sequential, last))
+    assert not in_lockstep((first, sequential))  # the last stage's outputs leave the design
+    assert not in_lockstep((first, dataflow, last))
+    stages = (first, sequential, last)
+    held = [
+        cost.reader().held,
+        cost.stage(first).held,
+        sum(cycles.held for cycles in cost.passes(sequential, cost.intake(last))),
+        cost.stage(last).held,
+    ]
+    estimate = cost.estimate(stages, 8)
+    assert estimate.interval == pytest.approx(CostModel.lockstep_interval(held))
+    line = CostModel.design_interval(held, [SHALLOW_CHANNEL_AHEAD] * 3, cost.placed(stages))
+    assert estimate.interval > line + 5  # the line would let the stages' slow vectors overlap
+    # a deep channel holds the items: no throttle, but still in lockstep
+    held[2] = sum(cycles.held for cycles in cost.passes(sequential))
+    deep = cost.estimate(stages, 8, deep_channels=BLOCK_RAM)
+    assert deep.interval == pytest.approx(CostModel.lockstep_interval(held))
+    # with a dataflow stage in the middle, the line
+    stages = (first, dataflow, last)
+    held = [cost.reader().held, *(cost.stage(stage).held for stage in stages)]
+    line = CostModel.design_interval(held, [SHALLOW_CHANNEL_AHEAD] * 3, cost.placed(stages))
+    assert cost.estimate(stages, 8).interval == pytest.approx(line)
 
 
 def test_a_full_channel_holds_its_producer():

@@ -124,6 +124,34 @@ def test_the_schedulers_own_design_meets_the_bound_and_the_model(gc_inputs, tmp_
     assert abs(modelled - steady) <= ERROR_TARGET * steady, f"interval: model {modelled}, measured {steady}"
 
 
+@pytest.mark.slow
+def test_a_design_in_lockstep_runs_at_its_modelled_interval(gc_inputs, tmp_path, run_cli):
+    """On a board of 20 BRAM36 the scheduler makes Graph Challenge 1024 x 4 a sequential stage, a
+    dataflow one, a sequential one and a dataflow one: the sequential stages hand their outputs on,
+    so every vector waits for its slowest stage (docs/cost-model.md, "Designs": in lockstep), which
+    the tandem line (8% fast here) does not see."""
+    board = tmp_path / "small.yaml"
+    board.write_text(
+        "name: small-hbm\npart: xcu280-fsvh2892-2L-e\ndsp: 9024\nbram36: 20\nuram: 0\nlut: 400000\n"
+        "ff: 800000\nmemory: HBM2\nchannels: 8\nchannel_gbps: 14.375\nclock_mhz: 300\nsource: a test's board\n"
+    )
+    outdir = tmp_path / "lockstep"
+    compiled = run_cli(
+        "compile", gc_inputs / "gc1024.onnx", "-o", outdir, "--board", board,
+        "--calib", gc_inputs / "repeated_images.npy", "--vectors", TANDEM_PASSES * OWN_IMAGES,
+    )  # fmt: skip
+    assert compiled.exit_code == 0, compiled.stderr
+    manifest = read_manifest(outdir)
+    modes = [stage["mode"] for stage in manifest["schedule"]["stages"]]
+    assert modes == ["sequential", "dataflow", "sequential", "dataflow"], modes
+    simulated = run_cli("sim", outdir, "--simulator", "verilator")
+    assert simulated.exit_code == 0, simulated.stderr
+    results = read_sim_results(outdir)
+    steady = (results["total_cycles"] - results["first_output_cycles"]) / (results["vectors"] - 1)
+    modelled = manifest["estimate"]["totals"]["interval"]
+    assert abs(modelled - steady) <= ERROR_TARGET * steady, f"interval: model {modelled}, measured {steady}"
+
+
 def check_layers(layers, efficiency: float) -> None:
     for layer in layers:
         assert abs(layer.estimate_error) <= ERROR_TARGET, (

@@ -149,6 +149,15 @@ DEEP_CHANNEL_AHEAD = 2
 # before, every vector waiting for its slowest stage (right while a drain wrote a word for every
 # address), said 397.2, 735.6 and 891.8.
 SHALLOW_CHANNEL_AHEAD = 1
+# A sequential stage that hands its outputs to another stage runs no vector ahead of it, and the
+# design with it: each vector waits for its slowest unit (CostModel.lockstep_interval), through
+# shallow channels and deep ones alike. Measured in Verilator (bench_rtl's gc-seq-chain: Graph
+# Challenge 1024 x L on a U280 cut down to 40 or 60 BRAM36, no UltraRAM), steady state:
+# - L = 8, shallow (sequential, dataflow, 3 sequential, 3 dataflow): 789.9 cycles a vector,
+#   lockstep 793.2, the line at 1 ahead 646.8, at 0 ahead 844.7;
+# - L = 12, shallow (5 sequential, 3 dataflow, sequential, 3 dataflow): 929.6, lockstep 909.4, the
+#   line 683.8 and 880.8;
+# - L = 8, deep (7 sequential, dataflow): 962.1, lockstep 927.8, the line at 2 ahead 743.5.
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "PE x unit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, PE_FIFO_LUT, UNIT_LUT, STAGE_LUT)
 FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, PE_FIFO_FF, UNIT_FF, STAGE_FF)
@@ -647,6 +656,13 @@ class DesignEstimate:
         }
 
 
+def in_lockstep(stages: Sequence[Stage]) -> bool:
+    """Whether a design's vectors each wait for its slowest unit: a sequential stage hands its
+    outputs to another stage (docs/cost-model.md, "Designs"). The last stage's outputs leave the
+    design."""
+    return any(stage.mode == SEQUENTIAL for stage in stages[:-1])
+
+
 def _finite(value: float) -> float | None:
     return None if math.isinf(value) else value
 
@@ -1102,7 +1118,11 @@ class CostModel:
             layers=tuple(layer_estimates),
             stages=tuple(stage_estimates),
             roofline=self.roofline(),
-            interval=self.design_interval(held, [ahead] * len(stages), self.placed(stages)),
+            interval=(
+                self.lockstep_interval(held)
+                if in_lockstep(stages)
+                else self.design_interval(held, [ahead] * len(stages), self.placed(stages))
+            ),
             deep_channels=deep_channels,
         )
 
@@ -1131,6 +1151,13 @@ class CostModel:
             outputs = self.activity.inputs(stage.layers[-1] + 1).rows
             placed.append(outputs.sum(axis=1) > 0)
         return placed
+
+    @staticmethod
+    def lockstep_interval(held: list[np.ndarray]) -> float:
+        """Cycles between vectors when each vector waits for its slowest unit (the reader or a
+        stage; `in_lockstep`): the mean over the vectors of the longest any unit holds it."""
+        vectors = max(h.size for h in held)
+        return float(np.array([np.broadcast_to(h, (vectors,)) for h in held]).max(axis=0).mean())
 
     @staticmethod
     def design_interval(held: list[np.ndarray], capacities: list[int], placed: list[np.ndarray] | None = None) -> float:
