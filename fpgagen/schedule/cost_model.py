@@ -149,15 +149,6 @@ DEEP_CHANNEL_AHEAD = 2
 # before, every vector waiting for its slowest stage (right while a drain wrote a word for every
 # address), said 397.2, 735.6 and 891.8.
 SHALLOW_CHANNEL_AHEAD = 1
-# A sequential stage that hands its outputs to another stage runs no vector ahead of it, and the
-# design with it: each vector waits for its slowest unit (CostModel.lockstep_interval), through
-# shallow channels and deep ones alike. Measured in Verilator (bench_rtl's gc-seq-chain: Graph
-# Challenge 1024 x L on a U280 cut down to 40 or 60 BRAM36, no UltraRAM), steady state:
-# - L = 8, shallow (sequential, dataflow, 3 sequential, 3 dataflow): 789.9 cycles a vector,
-#   lockstep 793.2, the line at 1 ahead 646.8, at 0 ahead 844.7;
-# - L = 12, shallow (5 sequential, 3 dataflow, sequential, 3 dataflow): 929.6, lockstep 909.4, the
-#   line 683.8 and 880.8;
-# - L = 8, deep (7 sequential, dataflow): 962.1, lockstep 927.8, the line at 2 ahead 743.5.
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "PE x unit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, PE_FIFO_LUT, UNIT_LUT, STAGE_LUT)
 FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, PE_FIFO_FF, UNIT_FF, STAGE_FF)
@@ -656,6 +647,17 @@ class DesignEstimate:
         }
 
 
+# A sequential stage that hands its outputs to another stage runs no vector ahead of it, and the
+# design with it: each vector waits for its slowest unit (CostModel.lockstep_interval), through
+# shallow channels and deep ones alike. Measured in Verilator (bench_rtl's gc-seq-chain: Graph
+# Challenge 1024 x L on a U280 cut down to 20 to 60 BRAM36, no UltraRAM), steady state:
+# - L = 8, shallow (sequential, dataflow, 3 sequential, 3 dataflow): 789.9 cycles a vector,
+#   lockstep 793.2, the line at 1 ahead 646.8, at 0 ahead 844.7;
+# - L = 12, shallow (5 sequential, 3 dataflow, sequential, 3 dataflow): 929.6, lockstep 909.4, the
+#   line 683.8 and 880.8;
+# - L = 8, deep (7 sequential, dataflow): 962.1, lockstep 927.8, the line at 2 ahead 743.5;
+# - L = 4 on 20 BRAM36, shallow (sequential, dataflow, sequential, dataflow), its 32 images four
+#   times: 669.3, lockstep 640.2, the line 614.7 and 734.7 (tests/test_performance.py).
 def in_lockstep(stages: Sequence[Stage]) -> bool:
     """Whether a design's vectors each wait for its slowest unit: a sequential stage hands its
     outputs to another stage (docs/cost-model.md, "Designs"). The last stage's outputs leave the
