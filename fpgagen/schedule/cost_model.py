@@ -665,6 +665,13 @@ def in_lockstep(stages: Sequence[Stage]) -> bool:
     return any(stage.mode == SEQUENTIAL for stage in stages[:-1])
 
 
+def _by_vector(held: list[np.ndarray]) -> np.ndarray:
+    """(units, vectors): how long each unit holds each vector, a unit's one expected vector
+    repeated for every vector of the sample."""
+    vectors = max(h.size for h in held)
+    return np.array([np.broadcast_to(h, (vectors,)) for h in held])
+
+
 def _finite(value: float) -> float | None:
     return None if math.isinf(value) else value
 
@@ -1158,8 +1165,7 @@ class CostModel:
     def lockstep_interval(held: list[np.ndarray]) -> float:
         """Cycles between vectors when each vector waits for its slowest unit (the reader or a
         stage; `in_lockstep`): the mean over the vectors of the longest any unit holds it."""
-        vectors = max(h.size for h in held)
-        return float(np.array([np.broadcast_to(h, (vectors,)) for h in held]).max(axis=0).mean())
+        return float(_by_vector(held).max(axis=0).mean())
 
     @staticmethod
     def design_interval(held: list[np.ndarray], capacities: list[int], placed: list[np.ndarray] | None = None) -> float:
@@ -1176,8 +1182,8 @@ class CostModel:
         the interval is the last pass's mean: the first one fills the line, and a sample whose
         first vectors are light (Graph Challenge images that die early) would read as a backlog
         there. It is at least the slowest unit's mean."""
-        vectors = max(h.size for h in held)
-        units = np.array([np.broadcast_to(h, (vectors,)) for h in held])
+        units = _by_vector(held)
+        vectors = units.shape[1]
         bottleneck = float(units.mean(axis=1).max())
         if vectors == 1:
             return bottleneck
