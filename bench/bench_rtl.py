@@ -24,7 +24,7 @@ The bound is computed here, independently of fpgagen.performance and of the cost
 golden model (fpgagen.golden, bit-exact with the RTL, run with trace) gives every layer's inputs
 on the simulated vectors, and per vector
     useful MACs = sum over the nonzero inputs i of the nonzero weights of row i
-    compute bound = useful MACs / P
+    compute bound = useful MACs / P (K x P for a stage of private PEs: each of its K units has P)
 and for a sequential layer also
     memory bound = useful MACs x the bytes of an off-chip slot (weight and output address: the port's
                    data width over P, 1, 2 or 4 bytes) / the port's
@@ -133,6 +133,7 @@ class LayerFigures:
     mode: str
     pes: int
     units: int
+    private: bool  # each unit with P PEs of its own: K x P MACs a cycle
     useful_macs: float  # per vector
     compute_bound: float
     memory_bound: float  # 0 for a dataflow layer
@@ -249,8 +250,9 @@ def measure(outdir: Path) -> tuple[list[LayerFigures], dict]:
                 mode=entry["mode"],
                 pes=pes,
                 units=entry["units"],
+                private=entry["private"],
                 useful_macs=useful,
-                compute_bound=useful / pes,
+                compute_bound=useful / (pes * entry["units"] if entry["private"] else pes),
                 memory_bound=memory_bound,
                 busy=counted["busy_per_vector"],
                 busy_estimate=float(estimate["compute"]),
@@ -314,12 +316,13 @@ def run(config: Config, work: Path, images: int) -> dict:
 
 def print_run(report: dict) -> list[str]:
     print(f"\n{report['name']} ({report['note']}; {report['vectors']} vectors, {report['seconds']:.0f} s)")
-    print(f"{'layer':6} {'mode':10} {'P':>3} {'K':>2} {'useful':>8} {'bound':>8} {'busy':>8} {'eff':>6} "
+    print(f"{'layer':6} {'mode':10} {'P':>3} {'K':>2}  {'useful':>7} {'bound':>8} {'busy':>8} {'eff':>6} "
           f"{'model':>8} {'error':>7} {'drain':>6} {'model':>6} {'error':>7} {'channel per busy cycle':>22}")  # fmt: skip
     failures = []
     for layer in report["layers"]:
         print(
-            f"{layer['name']:6} {layer['mode']:10} {layer['pes']:3d} {layer['units']:2d} {layer['useful_macs']:8.0f} "
+            f"{layer['name']:6} {layer['mode']:10} {layer['pes']:3d} {layer['units']:2d}{'p' if layer['private'] else ' '}"
+            f"{layer['useful_macs']:8.0f} "
             f"{layer['bound']:8.1f} {layer['busy']:8.1f} {layer['efficiency']:6.3f} {layer['busy_estimate']:8.1f} "
             f"{layer['busy_error']:+7.1%} {layer['drain']:6.1f} {layer['drain_estimate']:6.1f} {layer['drain_error']:+7.1%}"
             + (f" {layer['channel_use']:22.3f}" if layer["mode"] == "sequential" else "")

@@ -45,6 +45,7 @@ def recorded_decisions(manifest: dict, where: Path) -> Recorded:
                     stage["weight_memory"],
                     int(stage["units"]),
                     int(stage["channels"]),
+                    bool(stage.get("private", False)),  # absent from manifests written before private PEs
                 )
                 for stage in recorded["stages"]
             ),

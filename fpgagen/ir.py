@@ -89,6 +89,10 @@ class Stage:
     # off-chip memory channels a sequential stage's beats are striped over, a share of each beat
     # each (docs/engine.md, "Striped channels"); 1 for a dataflow stage
     channels: int = 1
+    # a dataflow stage whose K issue units each have P PEs of their own, without entry FIFOs, every
+    # one holding all of its lane's outputs; the drain adds the K partial sums (docs/engine.md,
+    # "Private PEs")
+    private: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,7 @@ class LayerSchedule:
     stage: int  # index into Schedule.stages
     weight_memory: str
     units: int = 1
+    private: bool = False
 
 
 @dataclass(frozen=True, eq=False)

@@ -102,6 +102,7 @@ def build_manifest(
                     "layers": list(s.layers),
                     "pes": s.pes,
                     "units": s.units,
+                    "private": s.private,
                     "weight_memory": s.weight_memory,
                     "channels": s.channels,
                 }
@@ -181,6 +182,7 @@ def _layer_entry(plan: EnginePlan, index: int, estimated: dict, accuracy: Accura
         "mode": layer.schedule.mode,
         "pes": layer.schedule.pes,
         "units": layer.schedule.units,
+        "private": layer.schedule.private,
         "stage": layer.schedule.stage,
         "weight_memory": layer.schedule.weight_memory,
         "beats": shape.beats,

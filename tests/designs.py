@@ -24,9 +24,10 @@ RELU, CLIP, NONE = Activation(0.0, np.inf), Activation(-0.5, 1.5), Activation()
 FLOOR = Activation(0.25, 2.0)  # no output is ever zero, padding lanes included
 
 
-def df(layer: int, pes: int, units: int = 1, weights: str = "bram") -> Stage:
-    """A dataflow stage; `weights` "uram": in UltraRAM, filled by the load phase."""
-    return Stage("dataflow", (layer,), pes, weights, units)
+def df(layer: int, pes: int, units: int = 1, weights: str = "bram", private: bool = False) -> Stage:
+    """A dataflow stage; `weights` "uram": in UltraRAM, filled by the load phase; `private`: each
+    unit with P PEs of its own."""
+    return Stage("dataflow", (layer,), pes, weights, units, private=private)
 
 
 def seq(layers: tuple[int, ...], pes: int, channels: int = 1) -> Stage:
@@ -137,6 +138,22 @@ MLPS = {
     # slots): the first stage's 150 outputs on one PE (a bias per output: its ROM read a cycle
     # later), and the last, dense, stage's 300 outputs on two PEs with two issue units
     "stacked_banks": ([24, 150, 40, 300], [RELU, CLIP, NONE], "w8a16", (df(0, 1), df(1, 4, 2), df(2, 2, 2)), 4),
+    # private PEs (each issue unit with P PEs of its own, no FIFOs, the drain adding the units' sums):
+    # K = 1, 2 and 4, the second stage's weights in UltraRAM and shared by a codebook, the last
+    # stage dense; the third positions only
+    "private_pes": (
+        [40, 48, 36, 30, 9],
+        [RELU, CLIP, RELU, NONE],
+        "w8a16",
+        (
+            df(0, 8, 1, private=True),
+            df(1, 4, 2, weights="uram", private=True),
+            df(2, 8, 4, private=True),
+            df(3, 4, 2, private=True),
+        ),
+        4,
+        (None, (-0.5, -0.25, 0.125, 0.375, 0.75), 0.25),
+    ),
 }
 
 

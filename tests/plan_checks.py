@@ -113,7 +113,7 @@ def check_cost_model_prices_the_plan(plan: EnginePlan) -> None:
         if stage.sequential:
             priced = cost.sequential_memories(first, last, stage.pes, stage.channels, deep)
         else:
-            priced = cost.dataflow_memories(first, stage.pes, stage.units, stage.loaded, deep)
+            priced = cost.dataflow_memories(first, stage.pes, stage.units, stage.loaded, deep, stage.private)
         assert _listing(priced) == _listing(stage.memories), f"stage {stage.index}"
         schedule_stage = plan.model.schedule.stages[stage.index]
         assert cost.logic(schedule_stage) == stage.logic, f"stage {stage.index}"
@@ -121,8 +121,8 @@ def check_cost_model_prices_the_plan(plan: EnginePlan) -> None:
 
 def check_manifest_records_the_plan(manifest: dict, plan: EnginePlan) -> None:
     recorded = manifest["engine"]
-    assert [(s["pes"], s["units"], s["channels"]) for s in manifest["schedule"]["stages"]] == [
-        (s.pes, s.units, s.channels) for s in plan.stages
+    assert [(s["pes"], s["units"], s["channels"], s["private"]) for s in manifest["schedule"]["stages"]] == [
+        (s.pes, s.units, s.channels, s.private) for s in plan.stages
     ]
     for entry, stage in zip(recorded["stages"], plan.stages, strict=True):
         assert entry["memories"] == [asdict(memory) for memory in stage.memories]
@@ -152,7 +152,8 @@ def expected_stage_parameters(stage: StagePlan, load_bits: int = 1) -> dict[str,
         "S": stage.input.subs, "P": stage.pes, "IN_IDX_W": stage.input.index_bits, "OUT_IDX_W": output_bits,
         "ADDRESSES": stage.addresses, "LOCAL_W": stage.local_bits, "START_W": stage.start_bits,
         "CNT_W": stage.count_bits, "W_BITS": stage.encoding.weight_bits, "ACC_W": stage.acc_bits, "DENSE": int(stage.last),
-        "COUNT_W": stage.groups.count_bits, "PE_FIFO_DEPTH": stage.memory("PE entries").depth, "ITEM_FIFO_DEPTH": ITEM_FIFO_DEPTH,
+        "COUNT_W": stage.groups.count_bits, "ITEM_FIFO_DEPTH": ITEM_FIFO_DEPTH,
+        "PE_FIFO_DEPTH": next((m.depth for m in stage.memories if m.role == "PE entries"), 0),  # 0: private PEs
         "WORD_FIFO_DEPTH": next((m.depth for m in stage.memories if m.role == "drained words"), OUTPUT_DEPTH),
         "DRAIN_SLACK": DRAIN_SLACK, "SUM_W": stage.sum_bits,
         "SCALE": stage.encoding.scale,
@@ -165,7 +166,7 @@ def expected_stage_parameters(stage: StagePlan, load_bits: int = 1) -> dict[str,
             "K": stage.units, "G": stage.groups.size, "N_IN": layer.shape.n_in, "N_OUT": layer.shape.n_out,
             "BEATS": layer.shape.rom_beats, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
             "ROW_FIFO_DEPTH": ROW_FIFO_DEPTH, "LOADED": int(stage.loaded), "LOAD_W": load_bits,
-            "STACKED": int(stage.stacked),
+            "STACKED": int(stage.stacked), "PRIVATE": int(stage.private),
         }  # fmt: skip
     loop = stage.loop
     return common | {
@@ -201,7 +202,8 @@ def check_rtl_follows_the_plan(rtl: Path, plan: EnginePlan) -> None:
         if stage.stacked:
             assert (banks.kind, banks.count, banks.depth) == ("bram", stage.pes, 2 << stage.local_bits), stage.index
         else:
-            assert (banks.count, banks.depth) == (2 * stage.pes, stage.addresses), f"stage {stage.index}"
+            copies = stage.units if stage.private else 1  # private: each unit's own P PEs
+            assert (banks.count, banks.depth) == (2 * stage.pes * copies, stage.addresses), f"stage {stage.index}"
         for role, parameter in STAGE_STYLES[stage.sequential].items():
             if any(memory.role == role for memory in stage.memories):
                 kind = stage.memory(role).kind
@@ -308,8 +310,10 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
                 "N_OUT": layer.shape.n_out, "BIAS_ROWS": stage.memory("bias").depth, "BEATS": layer.shape.rom_beats,
                 "WEIGHT_BITS": stage.encoding.weight_bits, "SUM_BITS": stage.sum_bits,
                 "PE_SCALE": stage.encoding.pe_scale, "DRAIN_SCALE": stage.encoding.drain_scale, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
-                "ROW_DEPTH": stage.memory("unit rows").depth, "ENTRY_DEPTH": stage.memory("PE entries").depth,
+                "ROW_DEPTH": stage.memory("unit rows").depth,
             }  # fmt: skip
+            if not stage.private:
+                expected["ENTRY_DEPTH"] = stage.memory("PE entries").depth
             if stage.loaded:  # its slots in a beat of the load chain, and the beats it passes on
                 later = plan.loaded[plan.loaded.index(stage) + 1 :]
                 expected |= {
@@ -337,6 +341,7 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
                 copy = f"[{unit}]" if stage.loaded else ""
                 assert f"fpgagen::issue<cfg>(rows[{unit}], entries[{unit}], cfg::rom{copy});" in run
             assert f"fpgagen::issue<cfg>(rows[{stage.units}]" not in run
+            check_hls_pes(header, run, stage)
         assert cfg == expected, f"stage {stage.index}: {cfg} != {expected}"
         groups = stage.groups
         assert f"typedef fpgagen::word<{groups.size}, {groups.base_bits}, {groups.count_bits}> word_t;" in header, (
@@ -355,6 +360,37 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
     assert f"typedef fpgagen::word<{groups.size}, {groups.base_bits}, {groups.count_bits}> word_t;" in header
     assert depths["dense"] == [str(plan.stages[-1].memory("output beats").depth)]
     assert f"static const int BEATS = {plan.stages[-1].layers[-1].shape.addresses};" in header
+
+
+def check_hls_pes(header: str, run: str, stage: StagePlan) -> None:
+    """A dataflow stage's PEs: shared, each PE's entry FIFOs (one per unit) the plan's; or `private`,
+    each unit's own P PEs fed without a FIFO (streams of fpgagen::DIRECT_DEPTH entries, no plan
+    memory), banks per (unit, lane) that the drain adds over the units."""
+    cfg = re.search(rf"namespace {stage.name} \{{\nstruct cfg \{{(.*?)\n\}};", header, re.DOTALL)[1]
+    assert "        hls::stream<cfg::entry_t> entries[cfg::UNITS][cfg::PES];\n" in run, f"stage {stage.index}"
+    assert "#pragma HLS STREAM variable=entries depth=cfg::ENTRY_DEPTH\n" in run, f"stage {stage.index}"
+    kind = "private" if stage.private else "stacked" if stage.stacked else "shared"
+    drain = "dense" if stage.last else "words"
+    out = "words" if drain == "words" else "out"
+    calls = {
+        "private": ["fpgagen::private_pes<cfg>(entries, acc);", f"fpgagen::private_drain_{drain}<cfg>(acc, {out});"],
+        "stacked": [f"fpgagen::pes_then_drain_{drain}<cfg>(entries, {out});"],
+        "shared": ["fpgagen::pes<cfg>(entries, acc);", f"fpgagen::drain_{drain}<cfg>(acc, {out});"],
+    }[kind]
+    found = re.findall(r"fpgagen::(?:\w*pes\w*|\w*drain_\w+)<cfg>\([^;]*\);", run)
+    assert found == calls, f"stage {stage.index}: {found}"
+    partitions = re.findall(r"ARRAY_PARTITION variable=acc type=complete (dim=\d)", run)
+    if stage.private:
+        assert not any(m.role == "PE entries" for m in stage.memories), f"stage {stage.index}"
+        assert "    static const int ENTRY_DEPTH = fpgagen::DIRECT_DEPTH;" in cfg, f"stage {stage.index}"
+        assert "#pragma HLS BIND_STORAGE variable=entries type=fifo impl=srl\n" in run, f"stage {stage.index}"
+        assert "        cfg::acc_t acc[cfg::UNITS][cfg::PES][cfg::ADDRESSES];" in run, f"stage {stage.index}"
+        assert partitions == ["dim=1", "dim=2"], f"stage {stage.index}"  # a bank per (unit, lane)
+    else:
+        assert "DIRECT_DEPTH" not in cfg, f"stage {stage.index}"
+        impl = re.search(r"BIND_STORAGE variable=entries type=fifo impl=(\w+)\n", run)
+        assert impl is not None, f"stage {stage.index}"
+        assert partitions == ([] if stage.stacked else ["dim=1"]), f"stage {stage.index}"
 
 
 def check_hls_weights_storage(hls: Path, header: str, run: str, plan: EnginePlan, stage: StagePlan) -> None:
@@ -437,6 +473,7 @@ def check_hls_ports_and_load_phase(hls: Path, plan: EnginePlan) -> None:
 
 # Where each of the plan's memories is in the core: (instance path pattern, owner, role). An owner is
 # "stage<s>", "channel<k>" or "output".
+_PE = r"g_pe\[\d+\]\.(?:g_shared\.|g_private\.g_copy\[\d+\]\.)?u_pe"
 _RTL_MEMORIES = [
     (r"g_ch(\d+)\[\d+\]\.u_fifo\.mem", "channel", "items"),
     (r"u_out\.mem", "output", "output beats"),
@@ -450,10 +487,11 @@ _RTL_MEMORIES = [
     (r"u_stage(\d+)\.g_unit\[\d+\]\.u_items\.mem", "stage", "unit activations"),
     (r"u_stage(\d+)\.u_items\.mem", "stage", "unit activations"),
     (r"u_stage(\d+)\.g_unit\[\d+\]\.u_unit\.u_rows\.mem", "stage", "unit rows"),
-    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_fifo\[\d+\]\.u_fifo\.mem", "stage", "PE entries"),
-    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_single_cycle\.u_bank[01]\.mem", "stage", "accumulators"),
-    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_pipelined\.g_banks\.u_bank[01]\.mem", "stage", "accumulators"),
-    (r"u_stage(\d+)\.g_pe\[\d+\]\.u_pe\.g_pipelined\.g_stacked\.u_banks\.mem", "stage", "accumulators"),  # both
+    # a PE: a sequential stage's, a dataflow stage's shared one, or unit u's private one of lane p
+    (rf"u_stage(\d+)\.{_PE}\.g_queued\.g_fifo\[\d+\]\.u_fifo\.mem", "stage", "PE entries"),
+    (rf"u_stage(\d+)\.{_PE}\.g_single_cycle\.u_bank[01]\.mem", "stage", "accumulators"),
+    (rf"u_stage(\d+)\.{_PE}\.g_pipelined\.g_banks\.u_bank[01]\.mem", "stage", "accumulators"),
+    (rf"u_stage(\d+)\.{_PE}\.g_pipelined\.g_stacked\.u_banks\.mem", "stage", "accumulators"),  # both
     (r"u_stage(\d+)\.g_sparse\.g_group\[\d+\]\.u_words\.mem", "stage", "drained words"),
     (r"u_stage(\d+)\.g_serialize\.u_words\.mem", "stage", "drained words"),
     (r"u_stage(\d+)\.u_desc\.mem", "stage", "descriptors"),

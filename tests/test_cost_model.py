@@ -153,6 +153,74 @@ def test_a_dataflow_layer_takes_its_busiest_unit_or_pe_vector_by_vector():
     assert stage.stage == Stage(DATAFLOW, (0,), 2, BRAM, 2)
 
 
+def test_private_pes_leave_only_the_units_to_wait_for_and_add_their_sums_in_the_drain():
+    cost = hand_cost()
+    # two units of two private PEs each: the units' issue alone, max(2, 1) on vector 1 and
+    # max(2, 1) on vector 2 (the PE that took 3 entries from both units is now two PEs)
+    private = cost.cycles(0, 2, DATAFLOW, 2, private=True)
+    assert private.compute == pytest.approx((2 + 2) / 2 + L_COMPUTE)
+    shared = cost.cycles(0, 2, DATAFLOW, 2)
+    # the drain's adder tree: one registered level for two units, before the words
+    assert private.drain == shared.drain + 1
+    assert private.output == pytest.approx(shared.output + 1)
+    assert cost.cycles(0, 4, DATAFLOW, 4, private=True).drain == cost.cycles(0, 4, DATAFLOW, 4).drain + 2
+    # one unit: the same cycles as shared PEs, the drain unchanged
+    assert cost.cycles(0, 2, DATAFLOW, 1, private=True).compute == cost.cycles(0, 2, DATAFLOW, 1).compute
+    assert cost.cycles(0, 2, DATAFLOW, 1, private=True).drain == cost.cycles(0, 2, DATAFLOW, 1).drain
+    stage = cost.dataflow(0, 2, 2, private=True)
+    assert stage.stage == Stage(DATAFLOW, (0,), 2, BRAM, 2, private=True)
+    assert stage.interval == pytest.approx(max(private.compute, private.drain, private.output))
+
+
+def test_a_private_stage_has_a_bank_pair_per_pe_of_every_unit_and_no_entry_fifo():
+    cost = hand_cost()
+    shared = {m.role: m for m in cost.dataflow_memories(0, 2, 2)}
+    private = {m.role: m for m in cost.dataflow_memories(0, 2, 2, private=True)}
+    assert "PE entries" not in private
+    assert private["accumulators"] == replace(shared["accumulators"], count=2 * 2 * 2)
+    assert {role: m for role, m in private.items() if role != "accumulators"} == {
+        role: m for role, m in shared.items() if role not in ("accumulators", "PE entries")
+    }
+    # logic: K x P PEs, no FIFO term, each PE's issue path its unit's, K - 1 adders a lane
+    logic = cost.shape(0, 2).logic(2, private=True)
+    assert (logic.pes, logic.fed_pes, logic.units, logic.lanes) == (4, 4, 2, 2)
+    assert logic_counts(logic)[3] == 0 and logic_counts(cost.shape(0, 2).logic(2))[3] == 2 * 2
+    assert cost.logic(Stage(DATAFLOW, (0,), 2, BRAM, 2, private=True)) == logic
+    # one unit: the same PEs, each without its FIFO's logic and with what a private PE keeps of it
+    one_shared, one_private = (engine_logic(cost.shape(0, 2).logic(1, private)) for private in (False, True))
+    assert one_shared.lut - one_private.lut == round(2 * cost_model.PE_FIFO_LUT) - round(2 * cost_model.PRIVATE_PE_LUT)
+    # two units: the drain adds the two PEs of each lane, an adder of the sum's bits a lane
+    two = engine_logic(logic)
+    no_adders = engine_logic(replace(logic, pes=2, fed_pes=2, units=1))  # one unit's PEs alone
+    assert two.lut - 2 * no_adders.lut == pytest.approx(
+        2 * logic.acc_bits * cost_model.ADDER_LUT_PER_ACC_BIT - cost_model.STAGE_LUT,
+        abs=1,  # one stage, not two
+    )
+
+
+def test_a_private_stage_of_several_units_is_built_only_where_rows_fill_its_lanes():
+    cost = hand_cost()
+    # P = 2: vector 1 issues rows 0 (2 beats, 3 nonzeros) and 2 (1 beat, 2), vector 2 rows 0 and 1
+    # (no nonzero: a cycle of its unit): 3 + 2 + 3 useful MACs over 2 lanes x (2 + 1 + 2 + 1) cycles
+    assert cost.lane_use(0, 2) == pytest.approx(8 / (2 * 6))
+    assert not cost.private_fits(0, 2, 2) and cost.private_fits(0, 2, 1)  # one unit: the same PEs, no FIFO
+    images = draw_images(64, 8, np.random.default_rng(3)).toarray()
+    gc = quantize(network(64, 3), parse_precision("w8a16"), images)
+    gc_cost = CostModel(gc, BOARD, Activity.from_calibration(gc, images))
+    # Graph Challenge rows of 32 nonzeros: relabelled (all but the last layer), one beat a row fills
+    # 32 lanes, and half of 64
+    assert gc_cost.lane_use(0, 32) == pytest.approx(1.0)
+    assert gc_cost.lane_use(0, 64) == pytest.approx(0.5)
+    assert gc_cost.private_fits(1, 32, 2) and not gc_cost.private_fits(1, 64, 2)
+    assert cost_model.PRIVATE_LANE_USE == 0.85
+    # the first layer's units take the input reader's activations: private only where they issue
+    # no faster than it emits them
+    # (a 64-pixel image has few ink pixels: four units issue them faster than the reader's 5.75)
+    assert gc_cost.reader().held.mean() == pytest.approx(5.75)
+    assert gc_cost.lane_use(0, 32) == pytest.approx(1.0) and not gc_cost.private_fits(0, 32, 4)
+    assert gc_cost.private_fits(0, 32, 1)  # one unit: the same PEs without their FIFOs
+
+
 def test_expected_cycles_without_measured_vectors():
     model = two_layers()
     cost = CostModel(model, BOARD, Activity((np.array([0.5, 1.0, 0.25]), np.full(5, 0.4)), "p"), relabel=False)

@@ -57,6 +57,7 @@ def test_pruned_mlp_csim_is_bit_exact(case, tmp_path):
     outdir = mlp_design(case, tmp_path / case)
     makefile = (outdir / "hls" / "Makefile").read_text()
     assert "-Wall -Wextra -Werror" in makefile  # the build below is warning-free by construction
+    assert structure_problems((outdir / "hls" / f"{case}_top.cpp").read_text()) == []  # every kind of stage's region
     assert_bit_exact(outdir)
 
 
@@ -257,7 +258,7 @@ static cfg::entry_t entry(int x) {{
 }}
 int main() {{
     static hls::stream<cfg::entry_t> entries[cfg::UNITS][cfg::PES];
-    static cfg::acc_t acc[cfg::PES][cfg::ADDRESSES];
+    static cfg::acc_t acc{banks}[cfg::PES][cfg::ADDRESSES];
     entries[0][0].write(entry(3));  // unit 0: vector 0, then already vector 1
     entries[0][0].write(entry(0));
     entries[0][0].write(entry(5));
@@ -268,23 +269,31 @@ int main() {{
     }}
     for (int p = 1; p < cfg::PES; ++p)
         for (int u = 0; u < cfg::UNITS; ++u) entries[u][p].write(entry(0));
-    fpgagen::pes<cfg>(entries, acc);
-    const long sum = static_cast<long>(acc[0][0]), expected = 3 + 7 * (cfg::UNITS - 1);
+    fpgagen::{pes}<cfg>(entries, acc);
+    const long sum = static_cast<long>({sum}), expected = 3 + 7 * (cfg::UNITS - 1);
     std::printf("sum %ld expected %ld, unit 0 left %d entries\\n", sum, expected, int(entries[0][0].size()));
     return sum == expected && entries[0][0].size() == 2 ? 0 : 1;
 }}
 """
 
 
-def test_a_pe_reads_no_fifo_past_its_end_entry(tmp_path):
+@pytest.mark.parametrize("private", [False, True])
+def test_a_pe_reads_no_fifo_past_its_end_entry(private, tmp_path):
     """In the DATAFLOW region a unit may issue the next vector while the PEs still take this one's
     entries (C simulation runs the processes one after the other and never shows it): the PEs must
     leave a FIFO alone once its end entry has passed, else the next vector's entries join this
-    vector's sums, and its end entry counts as this vector's."""
+    vector's sums, and its end entry counts as this vector's. Private PEs (a stream each, from
+    their unit alone) likewise; their drain adds lane 0's sums over the units."""
     model = pruned_mlp("probe", [19, 40, 9], [RELU, NONE], seed=7, density=0.4)
-    design = scheduled(model, "w8a16", (df(0, 4, 2), df(1, 4)), 4, np.ones((1, 19)))
+    design = scheduled(model, "w8a16", (df(0, 4, 2, private=private), df(1, 4)), 4, np.ones((1, 19)))
     hls = compile_design(design, tmp_path / "design", default_inputs(design, 4, seed=3)) / "hls"
-    (hls / "pe_probe.cpp").write_text(PE_PROBE.format(top=f"{design.name}_top", stages=f"{design.name}_stages"))
+    shape = (
+        {"banks": "[cfg::UNITS]", "pes": "private_pes", "sum": "fpgagen::unit_sum<cfg>(acc, 0, 0)"}
+        if private
+        else {"banks": "", "pes": "pes", "sum": "acc[0][0]"}
+    )
+    probe = PE_PROBE.format(top=f"{design.name}_top", stages=f"{design.name}_stages", **shape)
+    (hls / "pe_probe.cpp").write_text(probe)
     # compiled by the project's own rule (its flags, warnings as errors), linked alone
     for step in (["make", "bin/pe_probe.o"], [os.environ.get("CXX", "g++"), "-o", "bin/pe_probe", "bin/pe_probe.o"]):
         built = subprocess.run(step, check=False, cwd=hls, capture_output=True, text=True)
@@ -402,9 +411,10 @@ def test_array_initializers_round_trip():
 # -- the vendor's headers ----------------------------------------------------------------------------
 
 
-def test_csim_with_vendor_headers_is_bit_exact(tmp_path, monkeypatch):
-    """Build against the open-source Xilinx headers that the hls4ml wheel carries (ap_int.h,
-    hls_stream.h; it has no ap_axi_sdata.h, so that one comes from our shim) instead of the shim."""
+@pytest.fixture
+def vendor_headers(tmp_path, monkeypatch):
+    """XILINX_HLS set to the open-source Xilinx headers that the hls4ml wheel carries (ap_int.h,
+    hls_stream.h; it has no ap_axi_sdata.h, so that one comes from our shim)."""
     spec = importlib.util.find_spec("hls4ml")
     if spec is None:
         pytest.skip("hls4ml (pip install hls4ml==1.3.0) provides the vendor headers")
@@ -418,6 +428,9 @@ def test_csim_with_vendor_headers_is_bit_exact(tmp_path, monkeypatch):
     (include / "ap_axi_sdata.h").symlink_to(shim)
     monkeypatch.setenv("XILINX_HLS", str(tmp_path / "xilinx_hls"))
 
+
+def test_csim_with_vendor_headers_is_bit_exact(vendor_headers, tmp_path):
+    """Build against the vendor's headers (`vendor_headers`) instead of the shim."""
     # the dataflow layer's weights share three values (a codebook) and its biases one (its bias
     # table is one row of constants); its weights are in UltraRAM, filled by the load phase from
     # the load port weights2 (the vendor's ap_uint unpacks the load image's rows); the sequential
@@ -434,6 +447,14 @@ def test_csim_with_vendor_headers_is_bit_exact(tmp_path, monkeypatch):
     assert first.memory("bias").kind == "constant" and first.loaded
     assert first.encoding.codebook == (-16384, 8192, 24576)  # w16: 15 fraction bits
     assert [(port.stage, port.data_bits) for port in plan.interface.ports] == [(1, 32), (1, 32), (None, 32)]
+    shutil.rmtree(outdir / "hls" / "shim")  # only the vendor's headers can make this build
+    assert_bit_exact(outdir)
+
+
+def test_private_pes_csim_with_vendor_headers_is_bit_exact(vendor_headers, tmp_path):
+    """The private PEs' stages (K = 1, 2, 4; loaded codebook weights, positions only, a dense last
+    stage) built against the vendor's headers: the drain's sums over the units in the vendor's ap_int."""
+    outdir = mlp_design("private_pes", tmp_path / "private_pes")
     shutil.rmtree(outdir / "hls" / "shim")  # only the vendor's headers can make this build
     assert_bit_exact(outdir)
 

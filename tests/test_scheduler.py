@@ -58,13 +58,15 @@ def _run_options(cost: CostModel, run: tuple[int, ...], policy: str, pes: int | 
     options = []
     if len(run) == 1 and policy != SEQUENTIAL:
         options += [
-            cost.dataflow(run[0], p, units, loaded)
+            cost.dataflow(run[0], p, units, loaded, private)
             for p in DATAFLOW_PES
             if pes in (None, p)
             for units in UNITS
             if units <= p
             for loaded in (False, True)
             if not loaded or (cost.board.has_free_uram and loadable(cost.shape(run[0], p)))
+            for private in (False, True)
+            if not private or cost.private_fits(run[0], p, units)  # the engine's rule (test_cost_model)
         ]
     if policy != DATAFLOW:
         options += [
@@ -546,23 +548,39 @@ def test_deep_channels_go_to_ultraram_when_block_ram_is_short(tmp_path):
 
 def test_the_search_makes_room_for_deep_channels_where_they_pay():
     """A design that fills the block RAM leaves none for deep channels; for throughput the
-    search runs again with each stage charged for its deep channel and keeps the faster design:
-    here fewer issue units, 2 BRAM36 more instead of the 6 that deep channels add to the first."""
-    images = draw_images(64, 32, np.random.default_rng(5)).toarray()
-    model = quantize(network(64, 3), parse_precision("w8a16"), images)
+    search runs again with each stage charged for its deep channel and keeps the faster design.
+    At P = 8 a Graph Challenge 1024 layer's banks are stacked (128 addresses), so its PEs are
+    shared: there the deep channels pay (on smaller layers private PEs leave the stages even, and
+    the first design stays the fastest)."""
+    images = draw_images(1024, 32, np.random.default_rng(5)).toarray()
+    model = quantize(network(1024, 3), parse_precision("w8a16"), images)
     activity = Activity.from_calibration(model, images)
-    roomy = schedule(model, U280, DATAFLOW, pes=4, activity=activity).schedule
+    roomy = schedule(model, U280, DATAFLOW, pes=8, activity=activity).schedule
     cost = CostModel(model, U280, activity)
     shallow, deep = cost.estimate(roomy.stages, 1024), cost.estimate(roomy.stages, 1024, deep_channels="bram")
     assert roomy.deep_channels == "bram" and deep.interval < shallow.interval
     tight = board(bram36=shallow.resources.bram + 2, uram=0)
     assert not deep.resources.fits(board_budget(tight))
-    first = schedule(model, tight, DATAFLOW, pes=4, activity=activity, objective="latency").schedule
+    first = schedule(model, tight, DATAFLOW, pes=8, activity=activity, objective="latency").schedule
     assert first.stages == roomy.stages and first.deep_channels is None  # latency keeps its design
-    made_room = schedule(model, tight, DATAFLOW, pes=4, activity=activity).schedule
+    made_room = schedule(model, tight, DATAFLOW, pes=8, activity=activity).schedule
     assert made_room.deep_channels == "bram" and made_room.stages != roomy.stages
     assert made_room.estimate.resources.fits(board_budget(tight))
     assert made_room.estimate.interval < shallow.interval
+
+
+def test_private_pes_are_refused_where_the_engine_cannot_build_them():
+    """A private PE takes an entry every cycle: not with stacked banks (the drain takes the MAC's
+    slot), and a sequential stage's PEs share its one memory port."""
+    model = random_chain([20, 150, 10], 8)  # 150 outputs on one PE: 150 addresses, stacked banks
+    stacked = (Stage(DATAFLOW, (0,), 1, "bram", private=True), Stage(DATAFLOW, (1,), 4, "bram"))
+    with pytest.raises(FpgagenError, match=r"stage 0 \(layers fc0\): private PEs take an entry every cycle"):
+        apply_schedule(model, Schedule(stacked, 16, "u280", 300.0, "auto", "throughput"))
+    sequential = (Stage(DATAFLOW, (0,), 4, "bram"), Stage(SEQUENTIAL, (1,), 4, "offchip", private=True))
+    with pytest.raises(FpgagenError, match=r"stage 1 \(layers fc1\): a sequential stage's PEs .* none is private"):
+        apply_schedule(model, Schedule(sequential, 16, "u280", 300.0, "auto", "throughput"))
+    fine = (Stage(DATAFLOW, (0,), 4, "bram", 2, private=True), Stage(DATAFLOW, (1,), 4, "bram"))
+    assert apply_schedule(model, Schedule(fine, 16, "u280", 300.0, "auto", "throughput")).layers[0].schedule.private
 
 
 def test_a_sequential_stage_whose_port_or_slots_are_too_wide_is_refused():

@@ -44,7 +44,9 @@ ITEM_FIFO_DEPTH = 8  # activations queued at an issue unit, dealt by the merger
 ITEM_SLACK = 3  # the merger's register between deciding and routing, and the flag's own register
 ROW_FIFO_DEPTH = 8  # looked-up rows waiting for their beats to issue
 WORD_FIFO_DEPTH = 32  # drained words waiting for a serializer: the drain runs ahead of sparse outputs
-DRAIN_SLACK = 12  # words in flight: six to the PEs' outputs, two word registers, the end word, the flag
+# words in flight: six to the PEs' outputs (seven with stacked banks, one more a level of a private
+# stage's adder tree: up to eight at K = 4), two word registers, the end word, the flag
+DRAIN_SLACK = 12
 OUTPUT_DEPTH = 32  # dense output beats buffered in front of AXI4-Stream out (DRAIN_SLACK of them in flight)
 READER_WORD_DEPTH = 16  # input beats waiting for their group's serializer
 
@@ -173,6 +175,12 @@ class LogicShape:
     channels: int = 1  # a sequential stage's memory channels: an AXI reader and its addresses each
     stacked: bool = False  # the PEs' two banks in one memory: no multiplexers between them
     single_cycle: bool = False  # banks in LUT RAM, no multiplier: the one-cycle read-modify-write
+    private: bool = False  # each unit has pes / units PEs of its own, without FIFOs (Stage.private)
+
+    @property
+    def lanes(self) -> int:
+        """The outputs an address of the drain holds: one per PE, or per PE of a unit when private."""
+        return self.pes // self.units if self.private else self.pes
 
     @classmethod
     def sized(
@@ -337,10 +345,14 @@ class LayerShape:
         """The PEs' read-modify-write takes one cycle (`single_cycle`)."""
         return single_cycle(self.addresses, self.sum_bits, self.encoding)
 
-    def logic(self, units: int) -> LogicShape:
-        """The logic of a dataflow stage running this layer with K issue units."""
-        logic = LogicShape.sized(self.pes, self.fed_pes, units, self.sum_bits, self.local_bits, self.encoding)
-        return replace(logic, stacked=self.stacked, single_cycle=self.single_cycle)
+    def logic(self, units: int, private: bool = False) -> LogicShape:
+        """The logic of a dataflow stage running this layer with K issue units, each with P PEs of
+        its own when `private`."""
+        copies = units if private else 1
+        logic = LogicShape.sized(
+            self.pes * copies, self.fed_pes * copies, units, self.sum_bits, self.local_bits, self.encoding
+        )
+        return replace(logic, stacked=self.stacked, single_cycle=self.single_cycle, private=private)
 
     @property
     def bias_rows(self) -> int:
@@ -397,10 +409,15 @@ def pe_memories(
     stacked: bool = False,
     single: bool = False,
     fifo_depth: int = PE_FIFO_DEPTH,
+    private: bool = False,
 ) -> list[Memory]:
     """The PEs' FIFOs (one per issue unit at every PE, `fifo_depth` entries) and their two
     accumulator banks, each a memory of its own, or `stacked` in one: `2 << local_bits` words, the
-    bank the top address bit. A `single`-cycle PE's words carry a valid bit beside the sum (fg_pe.v)."""
+    bank the top address bit. A `single`-cycle PE's words carry a valid bit beside the sum (fg_pe.v).
+    `private`: each unit has `pes` PEs of its own, which take its entries without a FIFO."""
+    if private:
+        banks = Memory.sized("accumulators", addresses, acc_bits + int(single), 2 * pes * units)
+        return [banks]
     if stacked:
         banks = Memory.sized("accumulators", 2 << local_bits, acc_bits, pes)
     else:
@@ -435,11 +452,17 @@ def loadable(layer: LayerShape) -> bool:
 
 
 def dataflow_memories(
-    layer: LayerShape, units: int, input_index_bits: int, output: Output, loaded: bool = False
+    layer: LayerShape,
+    units: int,
+    input_index_bits: int,
+    output: Output,
+    loaded: bool = False,
+    private: bool = False,
 ) -> list[Memory]:
     """A dataflow stage of K issue units: its row table and weight ROM (a copy per two units), or
     its `loaded` weights in UltraRAM, bias ROM (a constant when it is one word), the units'
-    activation and row FIFOs, the PEs' FIFOs and banks, and its drain."""
+    activation and row FIFOs, the PEs' FIFOs and banks (or each unit's `private` PEs' banks), and
+    its drain."""
     pes, copies, ports = layer.pes, rom_copies(units), rom_ports(units)
     row_bits = layer.start_bits + layer.count_bits
     bias_bits = pes * layer.acc_bits
@@ -465,6 +488,7 @@ def dataflow_memories(
             layer.stacked,
             layer.single_cycle,
             pe_fifo_depth(layer.max_row_beats),
+            private,
         ),
         *drain_memories(Groups(pes, units, layer.local_bits), output),
     ]

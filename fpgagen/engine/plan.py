@@ -149,6 +149,7 @@ class StagePlan:
     mode: str
     pes: int
     units: int  # issue units: activations taken per cycle; sub-channels of the output channel
+    private: bool  # a dataflow stage whose units each have `pes` PEs of their own (Stage.private)
     layers: tuple[LayerPlan, ...]
     input: Channel
     output: Output
@@ -381,14 +382,17 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
         else:
             (plan,) = layer_plans
             shape, loop, loop_depth = plan.shape, None, 0
-            memories = dataflow_memories(plan.shape, stage.units, channels[-1].index_bits, output, loaded)
-            logic = plan.shape.logic(stage.units)
+            memories = dataflow_memories(
+                plan.shape, stage.units, channels[-1].index_bits, output, loaded, stage.private
+            )
+            logic = plan.shape.logic(stage.units, stage.private)
         stages.append(
             StagePlan(
                 index=number,
                 mode=stage.mode,
                 pes=stage.pes,
                 units=stage.units,
+                private=stage.private,
                 layers=layer_plans,
                 input=channels[-1],
                 output=output,

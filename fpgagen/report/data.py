@@ -152,7 +152,9 @@ def _roofline(data: ReportData) -> Roofline:
     board = estimate.get("board", {})
     budget = estimate.get("totals", {}).get("budget", {})
     clock = float(manifest["board"]["clock_mhz"]) * 1e6
-    lanes = sum(stage["pes"] for stage in manifest["schedule"]["stages"])
+    lanes = sum(  # every PE: a private stage's units have P each
+        stage["pes"] * (stage["units"] if stage.get("private") else 1) for stage in manifest["schedule"]["stages"]
+    )
     # the ports that stream weights while vectors run: not the load port (its `stage` is null),
     # which reads before them; a manifest written before the load port names no stage
     streaming = [port for port in manifest["rtl"]["ports"] if port.get("stage", "sequential") is not None]

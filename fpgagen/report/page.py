@@ -193,7 +193,7 @@ def _layers(data: ReportData) -> list[dict]:
                 "nnz": f"{layer['nnz']:,}",
                 "density": f"{layer['density']:.4f}",
                 "mode": layer["mode"],
-                "pes": layer["pes"],
+                "pes": f"{layer['units']} x {layer['pes']}" if layer.get("private") else layer["pes"],
                 "units": layer["units"],
                 "weights": _encoding(layer["encoding"]),
                 "stage": layer["stage"],

@@ -34,7 +34,8 @@ def apply_schedule(model: Model, schedule: Schedule) -> Model:
         _check_stage(model, number, stage)
         for index in stage.layers:
             layers[index] = replace(
-                layers[index], schedule=LayerSchedule(stage.mode, stage.pes, number, stage.weight_memory, stage.units)
+                layers[index],
+                schedule=LayerSchedule(stage.mode, stage.pes, number, stage.weight_memory, stage.units, stage.private),
             )
     return replace(model, layers=tuple(layers), schedule=schedule)
 
@@ -51,6 +52,11 @@ def _check_stage(model: Model, number: int, stage) -> None:
         if stage.units not in UNITS or stage.units > stage.pes:
             raise FpgagenError(
                 f"{where}: {stage.units} issue units; a dataflow stage takes one of {UNITS}, at most its PEs"
+            )
+        if stage.private and layer_shape(model.layers[stage.layers[0]], stage.pes).stacked:
+            raise FpgagenError(
+                f"{where}: private PEs take an entry every cycle, but this layer's banks are stacked in one "
+                "block RAM, whose port the drain shares: give the stage more PEs or shared ones"
             )
         if stage.weight_memory not in (BRAM, URAM):
             raise FpgagenError(
@@ -72,6 +78,8 @@ def _check_stage(model: Model, number: int, stage) -> None:
             raise FpgagenError(f"{where}: sequential weights live off chip")
         if stage.units != 1:
             raise FpgagenError(f"{where}: a sequential stage has one issue unit, not {stage.units}")
+        if stage.private:
+            raise FpgagenError(f"{where}: a sequential stage's PEs are fed by its one memory port: none is private")
         if stage.channels not in STRIPES or stage.channels > stage.pes:
             raise FpgagenError(
                 f"{where}: striped over {stage.channels} memory channels; a sequential stage takes one of "

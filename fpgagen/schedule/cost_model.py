@@ -36,7 +36,6 @@ from ..engine.geometry import (
     load_port_bits,
     loadable,
     offchip_slot,
-    pe_fifo_depth,
     reader_memories,
     sequential_memories,
     stripable,
@@ -126,6 +125,25 @@ SINGLE_CYCLE_LUT_PER_ACC_BIT, SINGLE_CYCLE_FF_PER_ACC_BIT = 3.9, 7.7
 # at P = 16, 40 and 64 and the test MLP positions_only: 7.9 to 13.7 LUTs and 4.3 to 5.0 FFs (one
 # PE alone: 8 and 3 at K = 2, 7 and 5 at K = 4; none at K = 1).
 OLDEST_FIRST_LUT_PER_PE, OLDEST_FIRST_FF_PER_PE = 10.0, 5.0
+# A private PE (docs/engine.md, "Private PEs") has no entry FIFO, but the fit put a PE's entry
+# logic (its pipeline registers, the bank it derives) into the FIFO's term (PE_LUT_PER_ENTRY_BIT is
+# 0): what a private PE keeps of it is measured, not fitted, as the difference between Yosys and
+# the model without it on Graph Challenge 1024 x 3 at P = 32, K = 2, private (192 PEs: 32,134 LUTs
+# and 29,902 FFs, the model 25,532 and 39,790); the FFs of a one-cycle private PE are fewer than the
+# fit's per-PE terms say. Held out: at P = 16, K = 4 the model says 1.08 of Yosys's 39,292 LUTs (1.19
+# of its 28,939 FFs), at P = 32, K = 4 1.06 of 61,667 (1.19 of 49,449).
+PRIVATE_PE_LUT, PRIVATE_PE_FF = 34.4, -51.5
+# A private stage of K > 1 units keeps its PEs as busy as its rows fill their lanes (a row's beat
+# goes to one unit's P PEs, whatever the others do), where shared PEs take the K units' entries
+# through their FIFOs and stay busy when rows are short. The scheduler builds such a stage only
+# where the rows, weighted by their activity, fill at least this share of the lanes' beats: the
+# per-layer efficiency the engine is held to (issue 10; bench_rtl). Graph Challenge at P = 32 (one
+# beat a row of 32 on 32 lanes) fills them; its last layer (outputs in order: two beats a row at
+# P = 32) and P = 48 or 64 (32 of the lanes) do not, nor unstructured layers at P >= 16.
+PRIVATE_LANE_USE = 0.85
+# A private stage's drain adds its units' sums (docs/engine.md, "Private PEs"): K - 1 adders a lane,
+# each a LUT a sum bit with its carry chain, and the register after it. Counted, not fitted.
+ADDER_LUT_PER_ACC_BIT, ADDER_FF_PER_ACC_BIT = 1.0, 1.0
 # passes of the activity's sample through the tandem line (CostModel.design_interval)
 TANDEM_PASSES = 4
 # Vectors a stage finishes ahead of the next through a deep channel (CostModel.design_interval):
@@ -256,7 +274,7 @@ def logic_counts(logic: LogicShape) -> tuple[int, ...]:
         logic.pes * logic.acc_bits,
         logic.pes * logic.entry_bits,
         logic.fed_pes * logic.slot_bits,
-        logic.pes * logic.units,  # an entry FIFO per issue unit at every PE
+        0 if logic.private else logic.pes * logic.units,  # an entry FIFO per issue unit at every shared PE
         logic.units,
         1,
     )
@@ -272,7 +290,9 @@ def engine_logic(logic: LogicShape) -> Resources:
     stripes = logic.channels - 1  # measured, not fitted
     stacked = logic.pes * logic.acc_bits if logic.stacked else 0  # measured, not fitted
     single = logic.pes * logic.acc_bits if logic.single_cycle else 0  # measured, not fitted
-    oldest_first = logic.pes if logic.units > 1 else 0  # measured, not fitted
+    oldest_first = logic.pes if logic.units > 1 and not logic.private else 0  # measured, not fitted
+    added = (logic.pes - logic.lanes) * logic.acc_bits  # a private drain's adders: counted, not fitted
+    private = logic.pes if logic.private else 0  # measured, not fitted
     return Resources(
         dsp=logic.multipliers,
         lut=round(
@@ -280,6 +300,8 @@ def engine_logic(logic: LogicShape) -> Resources:
             - stacked * STACKED_LUT_PER_ACC_BIT
             - single * SINGLE_CYCLE_LUT_PER_ACC_BIT
             + oldest_first * OLDEST_FIRST_LUT_PER_PE
+            + added * ADDER_LUT_PER_ACC_BIT
+            + private * PRIVATE_PE_LUT
         )
         + lookups
         + stripes * CHANNEL_LUT,
@@ -288,6 +310,8 @@ def engine_logic(logic: LogicShape) -> Resources:
             - stacked * STACKED_FF_PER_ACC_BIT
             - single * SINGLE_CYCLE_FF_PER_ACC_BIT
             + oldest_first * OLDEST_FIRST_FF_PER_PE
+            + added * ADDER_FF_PER_ACC_BIT
+            + private * PRIVATE_PE_FF
         )
         + stripes * CHANNEL_FF,
     )
@@ -297,19 +321,18 @@ READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
 
 
 def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
-    """The LUTs of the least PE the engine can build for a layer (the roofline's unit of MACs):
-    one local address, one issue unit, so one entry FIFO and two one-word banks of LUT RAM, and its
-    issue path; no share of any unit or stage."""
+    """The LUTs of the least PE the engine can build for a layer (the roofline's unit of MACs): a
+    private PE (no entry FIFO) of one local address, two one-word banks of LUT RAM, and its issue
+    path; no share of any unit or stage."""
     shape = LogicShape.sized(1, 1, 1, sum_bits(acc_bits, encoding), 1, encoding)
-    shape = replace(shape, single_cycle=not encoding.multiplies)
-    fifo = lutram_luts(pe_fifo_depth(1), shape.entry_bits)  # one address: a row puts at most one entry on it
+    shape = replace(shape, single_cycle=not encoding.multiplies, private=True)
     banks = 2 * lutram_luts(1, shape.acc_bits)
     per_pe = logic_counts(shape)[: LOGIC_TERMS.index("issue unit")]  # the terms that grow with P
     single = shape.acc_bits * SINGLE_CYCLE_LUT_PER_ACC_BIT if shape.single_cycle else 0
     return (
         sum(count * constant for count, constant in zip(per_pe, LUT_PER_TERM))
         - single
-        + fifo
+        + PRIVATE_PE_LUT
         + banks
         + shape.lookup_luts
     )
@@ -369,6 +392,11 @@ class LayerCycles:
         serializer to emit them, and (`looped_back`) for the last one's lookup and read."""
         waiting = before.outputs - before.drain - L_PASS
         return waiting + self.tails if looped_back else waiting
+
+
+def adder_levels(units: int) -> int:
+    """The registered levels of a private stage's adder tree over its K units' sums."""
+    return (units - 1).bit_length()
 
 
 def compute_latency(single_cycle: bool) -> int:
@@ -697,8 +725,9 @@ class CostModel:
         self.relabel = not model.relabelled if relabel is None else relabel
         self._placements: dict[tuple[int, int], Placement] = {}
         self._shapes: dict[tuple[int, int], LayerShape] = {}
-        self._cycles: dict[tuple[int, int, str, int, int, int], LayerCycles] = {}
+        self._cycles: dict[tuple[int, int, str, int, int, int, bool], LayerCycles] = {}
         self._outputs: dict[tuple[int, int, int], np.ndarray] = {}  # shared by a layer's modes, slots, channels
+        self._issue: dict[tuple[int, int, int], np.ndarray] = {}  # shared by shared and private PEs
         self._pe_busy: dict[tuple[int, int], np.ndarray] = {}  # shared by a dataflow layer's K
         self.encodings = tuple(encoding_of(layer.numerics) for layer in model.layers)
         self.uram = board.has_free_uram  # loaded tables may go to UltraRAM
@@ -728,28 +757,51 @@ class CostModel:
     # Cycles --------------------------------------------------------------------------------------
 
     def cycles(
-        self, index: int, pes: int, mode: str, units: int = 1, slot_width: int | None = None, channels: int = 1
+        self,
+        index: int,
+        pes: int,
+        mode: str,
+        units: int = 1,
+        slot_width: int | None = None,
+        channels: int = 1,
+        private: bool = False,
     ) -> LayerCycles:
-        """Layer `index` on P PEs and K issue units in `mode` (docs/cost-model.md, "Cycles"); a
-        sequential layer's beats in off-chip slots of `slot_width` bits, its stage's (by default
-        the layer's own, as in a stage of its own), striped over `channels` memory channels."""
+        """Layer `index` on P PEs and K issue units in `mode` (docs/cost-model.md, "Cycles"), each
+        unit with P PEs of its own when `private`; a sequential layer's beats in off-chip slots of
+        `slot_width` bits, its stage's (by default the layer's own, as in a stage of its own),
+        striped over `channels` memory channels."""
         if mode == DATAFLOW:
             slot_width, channels = 0, 1
         elif slot_width is None:
             slot_width = SequentialShape.of(pes, [self.shape(index, pes)]).slot.width
-        key = (index, pes, mode, units, slot_width, channels)
+        key = (index, pes, mode, units, slot_width, channels, private)
         if key not in self._cycles:
-            self._cycles[key] = self._layer_cycles(index, pes, mode, units, slot_width, channels)
+            self._cycles[key] = self._layer_cycles(index, pes, mode, units, slot_width, channels, private)
         return self._cycles[key]
 
-    def _layer_cycles(self, index: int, pes: int, mode: str, units: int, slot_width: int, channels: int) -> LayerCycles:
+    def _layer_cycles(
+        self, index: int, pes: int, mode: str, units: int, slot_width: int, channels: int, private: bool
+    ) -> LayerCycles:
         placement = self.placement(index, pes)
         inputs = self.activity.inputs(index)
         addresses = ceil_div(self.layers[index].out_features, pes)
         drain = addresses + L_DRAIN + (0 if self.is_last(index) else L_WORDS)
         output = self._output_per_vector(index, pes, units)
+        if mode == DATAFLOW and private:
+            # a private PE takes at most an entry a beat of its own unit: only the units limit, and
+            # the drain's adder tree takes a cycle a level (docs/engine.md, "Private PEs")
+            compute = self._busiest_unit(index, pes, units) + compute_latency(self.shape(index, pes).single_cycle)
+            levels = adder_levels(units)
+            return LayerCycles(
+                float(compute.mean()),
+                drain + levels,
+                float(output.mean()) + levels,
+                COMPUTE_BOUND,
+                compute,
+                output + levels,
+            )
         if mode == DATAFLOW:
-            issue = issue_cycles(inputs, placement.row_cycles, units)
+            issue = self._busiest_unit(index, pes, units)
             pes_busy = self._busiest_pe(index, pes)
             shape = self.shape(index, pes)
             if shape.stacked:
@@ -779,6 +831,35 @@ class CostModel:
             return np.where(beats > 0, math.inf, 0.0)
         bandwidth = beats * (beat_bytes / (channels * self.board.bytes_per_cycle))
         return np.maximum(bandwidth, reads * (MEMORY_LATENCY / MAX_BURSTS))
+
+    def lane_use(self, index: int, pes: int) -> float:
+        """The share of P lanes that layer `index`'s rows fill, weighted by activity: useful MACs
+        over P times the cycles a unit spends on the rows (a beat each, one for an empty row):
+        what a private stage's PEs do a cycle."""
+        placement = self.placement(index, pes)
+        rows = self.activity.inputs(index).rows.sum(axis=0)
+        cycles = float(rows @ placement.row_cycles)
+        return float(rows @ placement.counts.sum(axis=1)) / (pes * cycles) if cycles else 1.0
+
+    def private_fits(self, index: int, pes: int, units: int) -> bool:
+        """Whether the scheduler may give layer `index` a private stage of P PEs a unit: its banks
+        are its own (not stacked), and with K > 1 its PEs would be busy: its rows fill the lanes
+        (PRIVATE_LANE_USE), and, the first layer, its units issue no faster than the input reader
+        emits the activations (Graph Challenge 1024 x 8's first layer at P = 32, K = 4: busy 75.2
+        cycles a vector in Verilator, 0.65 of its PEs' cycles useful, while its units issue in 58.8)."""
+        if self.shape(index, pes).stacked:
+            return False
+        if units == 1:
+            return True
+        fed = index > 0 or float(self._busiest_unit(index, pes, units).mean()) >= float(self.reader().held.mean())
+        return fed and self.lane_use(index, pes) >= PRIVATE_LANE_USE
+
+    def _busiest_unit(self, index: int, pes: int, units: int) -> np.ndarray:
+        """The busiest issue unit's cycles per vector: computed once for shared and private PEs."""
+        key = (index, pes, units)
+        if key not in self._issue:
+            self._issue[key] = issue_cycles(self.activity.inputs(index), self.placement(index, pes).row_cycles, units)
+        return self._issue[key]
 
     def _busiest_pe(self, index: int, pes: int) -> np.ndarray:
         """The busiest PE's entries per vector: computed once for the K issue units priced with it."""
@@ -825,13 +906,14 @@ class CostModel:
     # Dataflow stages ---------------------------------------------------------------------------
 
     def dataflow_memories(
-        self, index: int, pes: int, units: int, loaded: bool = False, deep: str | None = None
+        self, index: int, pes: int, units: int, loaded: bool = False, deep: str | None = None, private: bool = False
     ) -> list[Memory]:
-        """Every memory of a dataflow stage running layer `index` on P PEs and K units, its weights
-        `loaded` into UltraRAM or in a ROM, its output channel `deep` or shallow (fpgagen.engine)."""
+        """Every memory of a dataflow stage running layer `index` on P PEs and K units (each with P
+        PEs of its own when `private`), its weights `loaded` into UltraRAM or in a ROM, its output
+        channel `deep` or shallow (fpgagen.engine)."""
         shape = self.shape(index, pes)
         output = stage_output(self.model, index, pes, units, deep)
-        return dataflow_memories(shape, units, bits_for(shape.n_in - 1), output, loaded)
+        return dataflow_memories(shape, units, bits_for(shape.n_in - 1), output, loaded, private)
 
     def loadable(self, index: int, pes: int) -> bool:
         """Whether the board lets a dataflow stage of layer `index` on P PEs load its weights into
@@ -847,16 +929,16 @@ class CostModel:
         rate = min(1.0, self.board.bytes_per_cycle / (beat_bits // 8))
         return shape.rom_beats / rate, Resources(ff=beat_bits + 2 + bits_for(shape.rom_beats))
 
-    def dataflow(self, index: int, pes: int, units: int = 1, loaded: bool = False) -> StageCost:
+    def dataflow(self, index: int, pes: int, units: int = 1, loaded: bool = False, private: bool = False) -> StageCost:
         """A dataflow stage; `loaded`: its weights in UltraRAM, filled by the load phase at a batch's
         start, which the stages share one after the other (so their load cycles add up in the
-        latency, as the stages' latencies do)."""
-        cycles = self.cycles(index, pes, DATAFLOW, units)
-        logic = engine_logic(self.shape(index, pes).logic(units))
+        latency, as the stages' latencies do); `private`: each unit with P PEs of its own."""
+        cycles = self.cycles(index, pes, DATAFLOW, units, private=private)
+        logic = engine_logic(self.shape(index, pes).logic(units, private))
         load_cycles, load_registers = self.load(index, pes) if loaded else (0.0, Resources())
-        memories = self.dataflow_memories(index, pes, units, loaded)
+        memories = self.dataflow_memories(index, pes, units, loaded, private=private)
         return StageCost(
-            stage=Stage(DATAFLOW, (index,), pes, URAM if loaded else BRAM, units),
+            stage=Stage(DATAFLOW, (index,), pes, URAM if loaded else BRAM, units, private=private),
             interval=max(cycles.compute, cycles.occupancy),  # the two accumulator banks ping-pong
             latency=cycles.compute + cycles.occupancy,
             resources=total(memories) + logic + load_registers,
@@ -966,7 +1048,7 @@ class CostModel:
     def intake(self, stage: Stage) -> np.ndarray:
         """Per vector, the cycles a dataflow stage takes its input items in: its units take them as
         they issue their rows."""
-        return self.cycles(stage.layers[0], stage.pes, DATAFLOW, stage.units).computes
+        return self.cycles(stage.layers[0], stage.pes, DATAFLOW, stage.units, private=stage.private).computes
 
     def throttle(self, stage: Stage, consumer: Stage | None, deep_channels: str | None) -> np.ndarray | None:
         """The `intake` of `stage`'s passes when its outputs go to a dataflow `consumer` through a
@@ -993,7 +1075,7 @@ class CostModel:
     def logic(self, stage: Stage) -> LogicShape:
         """What the logic of `stage` is sized by, as the cost model prices it."""
         if stage.mode == DATAFLOW:
-            return self.shape(stage.layers[0], stage.pes).logic(stage.units)
+            return self.shape(stage.layers[0], stage.pes).logic(stage.units, stage.private)
         return self.sequential_shape(stage.layers[0], stage.layers[-1], stage.pes, stage.channels).logic()
 
     def sequential(self, first: int, last: int, pes: int, channels: int = 1) -> StageCost:
@@ -1010,7 +1092,7 @@ class CostModel:
 
     def stage(self, stage: Stage) -> StageCost:
         if stage.mode == DATAFLOW:
-            return self.dataflow(stage.layers[0], stage.pes, stage.units, stage.weight_memory == URAM)
+            return self.dataflow(stage.layers[0], stage.pes, stage.units, stage.weight_memory == URAM, stage.private)
         return self.sequential(stage.layers[0], stage.layers[-1], stage.pes, stage.channels)
 
     # Whole designs -----------------------------------------------------------------------------
@@ -1077,7 +1159,7 @@ class CostModel:
             if deep_channels:
                 cost = replace(cost, resources=cost.resources + self.output_deepening(stage, deep_channels))
             if stage.mode == DATAFLOW:
-                cycles = [self.cycles(stage.layers[0], stage.pes, DATAFLOW, stage.units)]
+                cycles = [self.cycles(stage.layers[0], stage.pes, DATAFLOW, stage.units, private=stage.private)]
             else:
                 consumer = stages[number + 1] if number + 1 < len(stages) else None
                 intake = self.throttle(stage, consumer, deep_channels)

@@ -1,7 +1,8 @@
 """The scheduler: InTAR's choice between dataflow and sequential execution, made automatically.
 
 A design is a chain of stages covering the layers in order (docs/engine.md). The candidates are
-a dataflow stage for every layer, P in DATAFLOW_PES and K issue units in UNITS (K <= P), and a
+a dataflow stage for every layer, P in DATAFLOW_PES and K issue units in UNITS (K <= P), its PEs
+shared by the units or each unit's own (private: where CostModel.private_fits), and a
 sequential stage for every run of consecutive layers and P in SEQUENTIAL_PES. A stage's cycles do not depend on its neighbours, so
 each candidate c has a fixed interval t_c, latency g_c and resources r_c, and a design is a path
 of candidates through the layer boundaries under knapsack constraints (the board's resources,
@@ -242,13 +243,15 @@ class Candidates:
         self.sequential_pes = [p for p in SEQUENTIAL_PES if pes in (None, p)] if policy != DATAFLOW else []
         dataflow_pes = [p for p in DATAFLOW_PES if pes in (None, p)] if policy != SEQUENTIAL else []
         self.dataflow = [
-            cost.dataflow(index, p, units, loaded)
+            cost.dataflow(index, p, units, loaded, private)
             for index in range(len(cost.layers))
             for p in dataflow_pes
             for units in UNITS
             if units <= p
             for loaded in (False, True)
             if not loaded or cost.loadable(index, p)
+            for private in (False, True)
+            if not private or cost.private_fits(index, p, units)
         ]
 
     def problem(self, limit: float = math.inf) -> Problem:

@@ -502,6 +502,73 @@ void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
     }
 }
 
+// Private PEs (docs/engine.md, "Private PEs"): each of the K issue units has P PEs of its own, PE
+// (u, p) fed by unit u's entries for lane p only, through a stream of DIRECT_DEPTH entries: no
+// FIFO, the direct connection of an issue process and a PE process (the RTL's PE takes an entry in
+// the cycle it arrives; a unit issues at most one entry a PE a cycle, and the PE never stalls).
+const int DIRECT_DEPTH = 2;
+
+// Every private PE clears its bank of this vector first (as clear_banks).
+template <class Cfg>
+void clear_private_banks(typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDRESSES]) {
+    for (int a = 0; a < Cfg::ADDRESSES; ++a) {
+#pragma HLS PIPELINE II=1
+        for (int u = 0; u < Cfg::UNITS; ++u) {
+#pragma HLS UNROLL
+            for (int p = 0; p < Cfg::PES; ++p) {
+#pragma HLS UNROLL
+                acc[u][p][a] = 0;
+            }
+        }
+    }
+}
+
+// The K x P private PEs: PE (u, p) takes the entry of its one stream when there is one, a cycle at
+// most, and adds x * w into its bank acc[u][p], which holds every output of lane p (ADDRESSES local
+// addresses, as a shared PE's): a partial sum over the activations dealt to unit u. The vector is
+// whole when every PE has had its end entry; a stream is not read past it (the next vector's
+// entries belong to the next call, as in `pes`). `acc` is this vector's banks: a PIPO buffer.
+template <class Cfg>
+void private_pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
+                 typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDRESSES]) {
+    typedef typename Cfg::entry_t entry_t;
+    clear_private_banks<Cfg>(acc);
+    history<Cfg::SUM_BITS, Cfg::LOCAL_BITS> h[Cfg::UNITS][Cfg::PES];
+    bool ended[Cfg::UNITS][Cfg::PES];  // PE (u, p) has had this vector's end entry
+#pragma HLS ARRAY_PARTITION variable=h type=complete dim=0
+#pragma HLS ARRAY_PARTITION variable=ended type=complete dim=0
+    // fpgagen: not hot: once per vector, every PE at once (unrolled)
+    for (int u = 0; u < Cfg::UNITS; ++u) {
+#pragma HLS UNROLL
+        // fpgagen: not hot: part of the loop above
+        for (int p = 0; p < Cfg::PES; ++p) {
+#pragma HLS UNROLL
+            clear_history(h[u][p]);
+            ended[u][p] = false;
+        }
+    }
+    for (bool done = false; !done;) {
+#pragma HLS PIPELINE II=1
+#pragma HLS DEPENDENCE variable=acc type=inter direction=RAW dependent=false
+        bool whole = true;
+        for (int u = 0; u < Cfg::UNITS; ++u) {
+#pragma HLS UNROLL
+            for (int p = 0; p < Cfg::PES; ++p) {
+#pragma HLS UNROLL
+                entry_t next;
+                const bool got = !ended[u][p] && entries[u][p].read_nb(next);
+                if (got) {
+                    ended[u][p] = next.end;
+                }
+                whole = whole && ended[u][p];
+                accumulate<Cfg::ADDRESSES>(acc[u][p], h[u][p], got && !next.end, next.local,
+                                           weigh<Cfg>(next, std::integral_constant<bool, Cfg::INDEXED>()));
+            }
+        }
+        done = whole;
+    }
+}
+
 // The bias of output a * P + p of a dataflow layer: its table's row a, or its one row when every
 // output's bias is one value (a constant, no ROM).
 template <class Cfg>
@@ -571,6 +638,73 @@ void drain_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], hls::s
         for (int p = 0; p < P; ++p) {
 #pragma HLS UNROLL
             y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(acc[p][a]), bias_of<Cfg>(a, p), Cfg::SHIFT, Cfg::LO, Cfg::HI);
+            exists[p] = a * P + p < Cfg::N_OUT;
+        }
+        out.write(dense_beat<Beat, P>(y, exists, a == Cfg::ADDRESSES - 1));
+    }
+}
+
+// Private PEs: lane p's sum at local address a, the K units' partial sums added (an adder tree:
+// Vitis balances the unrolled sum). A partial sum may wrap in the banks' width, but the whole sum
+// fits it, so the wrapped sum of the parts is the whole (docs/numerics.md): the shared stage's.
+template <class Cfg>
+inline typename Cfg::acc_t unit_sum(const typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDRESSES], int p, int a) {
+#pragma HLS INLINE
+    typename Cfg::acc_t sum = 0;
+    for (int u = 0; u < Cfg::UNITS; ++u) {
+#pragma HLS UNROLL
+        sum += acc[u][p][a];
+    }
+    return sum;
+}
+
+// The drain of private PEs (drain_words): address a of every PE (u, p) a cycle, lane p the sum over
+// u, then P requantizers and the groups' words as the shared stage's.
+template <class Cfg>
+void private_drain_words(const typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDRESSES],
+                         hls::stream<typename Cfg::word_t> (&words)[Cfg::UNITS]) {
+    const int P = Cfg::PES, G = Cfg::GROUP;
+    for (int a = 0; a <= Cfg::ADDRESSES; ++a) {
+#pragma HLS PIPELINE II=1
+        if (a == Cfg::ADDRESSES) {
+            for (int c = 0; c < Cfg::UNITS; ++c) {
+#pragma HLS UNROLL
+                words[c].write(end_word<typename Cfg::word_t, G>());
+            }
+        } else {
+            act_t y[P];
+            bool exists[P];
+#pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
+            for (int p = 0; p < P; ++p) {
+#pragma HLS UNROLL
+                exists[p] = a * P + p < Cfg::N_OUT;
+                y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(unit_sum<Cfg>(acc, p, a)), bias_of<Cfg>(a, p), Cfg::SHIFT,
+                                                 Cfg::LO, Cfg::HI);
+            }
+            for (int c = 0; c < Cfg::UNITS; ++c) {
+#pragma HLS UNROLL
+                const typename Cfg::word_t word = group_word<typename Cfg::word_t, G, P>(y, exists, c * G, a);
+                if (word.count != 0) words[c].write(word);
+            }
+        }
+    }
+}
+
+// The model's last layer on private PEs (drain_dense): lane p the sum over u, dense beats of P values.
+template <class Cfg, class Beat>
+void private_drain_dense(const typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDRESSES], hls::stream<Beat>& out) {
+    const int P = Cfg::PES;
+    for (int a = 0; a < Cfg::ADDRESSES; ++a) {
+#pragma HLS PIPELINE II=1
+        act_t y[P];
+        bool exists[P];
+#pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
+#pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
+        for (int p = 0; p < P; ++p) {
+#pragma HLS UNROLL
+            y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(unit_sum<Cfg>(acc, p, a)), bias_of<Cfg>(a, p), Cfg::SHIFT, Cfg::LO,
+                                             Cfg::HI);
             exists[p] = a * P + p < Cfg::N_OUT;
         }
         out.write(dense_beat<Beat, P>(y, exists, a == Cfg::ADDRESSES - 1));

@@ -130,6 +130,7 @@ class DataflowStage:
     out_channel: ChannelView | None  # None: the model's dense output
     pes: int
     units: int
+    private: bool  # each unit has `pes` PEs of its own; the drain adds their sums (Stage.private)
     groups: GroupsView
     n_in: int
     n_out: int
@@ -340,11 +341,11 @@ def _dataflow_stage(
     fifos = {
         "items": fifo(stage.memory("unit activations")),
         "rows": fifo(stage.memory("unit rows")),
-        "entries": fifo(stage.memory("PE entries")),
     }
-    words = _optional(stage, "drained words")
-    if words is not None:
-        fifos["words"] = words
+    for name, role in (("entries", "PE entries"), ("words", "drained words")):  # private PEs have no FIFO
+        found = _optional(stage, role)
+        if found is not None:
+            fifos[name] = found
     return DataflowStage(
         number=stage.index,
         layer_index=plan.index,
@@ -355,6 +356,7 @@ def _dataflow_stage(
         out_channel=out_channel,
         pes=stage.pes,
         units=stage.units,
+        private=stage.private,
         groups=groups_view(stage.groups),
         n_in=shape.n_in,
         n_out=shape.n_out,

@@ -162,16 +162,24 @@ def _stage_context(
 
 
 def _fifo_parameters(stage: StagePlan) -> list[tuple[str, object]]:
-    """Depths, slacks and kinds shared by both kinds of stage."""
+    """Depths, slacks and kinds shared by both kinds of stage; private PEs have no entry FIFO
+    (depth 0, its kind unused)."""
+    entries = _pe_fifo(stage)
     return [
-        ("PE_FIFO_DEPTH", stage.memory("PE entries").depth), ("PE_SLACK", PE_SLACK), ("ITEM_FIFO_DEPTH", ITEM_FIFO_DEPTH),
+        ("PE_FIFO_DEPTH", entries.depth if entries else 0), ("PE_SLACK", PE_SLACK), ("ITEM_FIFO_DEPTH", ITEM_FIFO_DEPTH),
         ("ITEM_SLACK", ITEM_SLACK), ("WORD_FIFO_DEPTH", _word_fifo(stage).depth), ("DRAIN_SLACK", DRAIN_SLACK),
         ("BIAS_STYLE", style(stage.memory("bias"))), ("ACC_STYLE", style(stage.memory("accumulators"))),
         ("SINGLE_CYCLE", int(stage.logic.single_cycle)),
-        ("PE_FIFO_STYLE", style(stage.memory("PE entries"))),
+        ("PE_FIFO_STYLE", style(entries or stage.memory("accumulators"))),
         ("ITEM_FIFO_STYLE", style(stage.memory("unit activations"))),
         ("WORD_FIFO_STYLE", style(_word_fifo(stage))),
     ]  # fmt: skip
+
+
+def _pe_fifo(stage: StagePlan) -> Memory | None:
+    """The PEs' entry FIFOs; private PEs have none."""
+    found = [memory for memory in stage.memories if memory.role == "PE entries"]
+    return found[0] if found else None
 
 
 def _word_fifo(stage: StagePlan) -> Memory:
@@ -208,12 +216,12 @@ def _dataflow_stage(stage: StagePlan, memories: Path, load_bits: int) -> dict:
         ("ROWS_STYLE", style(stage.memory("row table"))), ("WEIGHTS_STYLE", style(stage.memory("weights"))),
         ("ROW_FIFO_STYLE", style(stage.memory("unit rows"))),
         ("LOADED", int(stage.loaded)), ("LOAD_W", load_bits), ("STACKED", int(stage.stacked)),
+        ("PRIVATE", int(stage.private)),
     ]  # fmt: skip
     where = "in UltraRAM, loaded at a batch's start" if stage.loaded else "in ROM"
     banks = ", both banks in one block RAM" if stage.stacked else ""
-    description = (
-        f"dataflow, layer {layer.name}, {stage.pes} PE(s), {stage.units} issue unit(s), weights {where}{banks}"
-    )
+    pes = f"{stage.units} x {stage.pes} private PEs" if stage.private else f"{stage.pes} PE(s)"
+    description = f"dataflow, layer {layer.name}, {pes}, {stage.units} issue unit(s), weights {where}{banks}"
     return _stage_context(stage, "fg_stage", description, parameters)
 
 

@@ -1,6 +1,7 @@
-// A registered AND of N bits in two stages of at most eight inputs each (N <= 64): two cycles of
-// latency, two LUT levels. The wide readiness and completion flags of the PEs go through it, so
-// that no path carries an AND of 64 bits into logic behind it (docs/engine.md, "Timing").
+// A registered AND of N bits in two stages: groups of eight, then the groups' ANDs (N <= 288: at
+// most 36 of them, two LUT6 levels); two cycles of latency. The wide readiness and completion
+// flags of the PEs go through it (up to 256 of a private stage), so that no path carries a wide AND
+// into logic behind it (docs/engine.md, "Timing").
 module fg_all #(
     parameter integer N = 1
 ) (

@@ -4,6 +4,13 @@
 // vector's first, multiplies, and adds into accumulator `local` of its bank. Entries are
 // order-free (integer sums), so nothing but the FIFOs is shared with the other PEs.
 //
+// A private PE (FIFO_DEPTH = 0, fg_stage.v's PRIVATE) has no FIFO: its stage gives each unit P PEs
+// of its own, so one unit writes it, at most one entry a cycle, and its two banks are two
+// memories, so the MAC pipeline takes an entry every cycle and never stalls. The unit's entry
+// register is the head, taken the cycle it holds an entry (E1 the next), and `in_room` is always
+// high. It is the K = 1 PE without its FIFO: only K = 1 and STACKED = 0 make one (any other
+// combination stops synthesis, or a simulation at its start).
+//
 // An entry carries neither its bank nor an end flag (docs/engine.md, "Processing elements"): only nonzero
 // activations are issued, so x = 0 marks an end entry, and a unit's vectors alternate between the
 // banks, so the PE knows each entry's bank from the end entries it has seen. Two bits fewer an
@@ -54,7 +61,7 @@ module fg_pe #(
     parameter integer SUM_W = 32,       // the accumulators
     parameter integer SCALE = 1,        // positions only: the layer's one weight
     parameter integer SCALE_SHIFT = 0,  // log2 |SCALE|, or -1 when |SCALE| is no power of two
-    parameter integer FIFO_DEPTH = 32,
+    parameter integer FIFO_DEPTH = 32,  // 0: no FIFO, the entry straight into E1 (K = 1, STACKED = 0)
     parameter integer SLACK = 8,        // entries a unit may write before it sees `room` fall
     parameter FIFO_STYLE = "distributed",
     parameter ACC_STYLE = "distributed",
@@ -64,10 +71,10 @@ module fg_pe #(
     input  wire                     clk,
     input  wire                     rst,
     output reg                      ready,          // the banks are clear
-    // entries, one FIFO per unit
+    // entries, one FIFO per unit (or, without FIFOs, the one unit's entry register)
     input  wire [K*ENTRY_W-1:0]     in_entry,
     input  wire [K-1:0]             in_write,
-    output wire [K-1:0]             in_room,
+    output wire [K-1:0]             in_room,        // always high without FIFOs
     output reg  [1:0]               done,           // bank b holds a whole vector
     input  wire [1:0]               drained,        // the drain has emptied bank b: start counting again
     output wire                     busy,           // entries waiting or in the pipeline
@@ -99,15 +106,31 @@ module fg_pe #(
     wire open = ready && !(STACKED != 0 && drain_read);
     genvar g;
     generate
-        for (g = 0; g < K; g = g + 1) begin : g_fifo
-            /* verilator lint_off PINCONNECTEMPTY */
-            fg_fifo #(.WIDTH(ENTRY_W), .DEPTH(FIFO_DEPTH), .SLACK(SLACK), .STYLE(FIFO_STYLE)) u_fifo (
-                .clk(clk), .rst(rst),
-                .in_data(in_entry[g*ENTRY_W +: ENTRY_W]), .in_valid(in_write[g]), .in_ready(),
-                .room(in_room[g]),
-                .out_data(head[g*ENTRY_W +: ENTRY_W]), .out_valid(head_valid[g]), .out_ready(take[g])
-            );
-            /* verilator lint_on PINCONNECTEMPTY */
+        if (FIFO_DEPTH == 0) begin : g_direct
+            // A private PE: the unit's entry register is the head. It is taken the cycle it is
+            // written, as nothing closes `open` then: `ready` is high before the unit may issue
+            // (fg_stage.v's `run`), and the banks are two memories.
+            if (K != 1 || STACKED != 0) begin : g_invalid
+                // an initial block (Yosys stops at it): older Icarus Verilog releases do not parse an elaboration $error
+                initial begin
+                    $display("ERROR: fg_pe: a PE without FIFOs (FIFO_DEPTH = 0) takes one unit's entries (K = 1) into two banks (STACKED = 0)");
+                    $finish;
+                end
+            end
+            assign head = in_entry;
+            assign head_valid = in_write;
+            assign in_room = {K{1'b1}};
+        end else begin : g_queued
+            for (g = 0; g < K; g = g + 1) begin : g_fifo
+                /* verilator lint_off PINCONNECTEMPTY */
+                fg_fifo #(.WIDTH(ENTRY_W), .DEPTH(FIFO_DEPTH), .SLACK(SLACK), .STYLE(FIFO_STYLE)) u_fifo (
+                    .clk(clk), .rst(rst),
+                    .in_data(in_entry[g*ENTRY_W +: ENTRY_W]), .in_valid(in_write[g]), .in_ready(),
+                    .room(in_room[g]),
+                    .out_data(head[g*ENTRY_W +: ENTRY_W]), .out_valid(head_valid[g]), .out_ready(take[g])
+                );
+                /* verilator lint_on PINCONNECTEMPTY */
+            end
         end
     endgenerate
 
@@ -391,8 +414,9 @@ module fg_pe #(
                 // flip-flops more). The MAC never writes the bank being cleared: the drain and the
                 // MAC never use the same bank at once. Nothing forwards a clear, so the MAC's first
                 // read of a drained bank must come 2 or more cycles after the drain's last read of
-                // it: it comes 13 or more later (the bank is released when the drain's last word is
-                // written, and an entry then passes the unit's registers and this PE's FIFO first).
+                // it: it comes 13 or more later, 11 without a FIFO (the bank is released when the
+                // drain's last word is written, and an entry then passes the unit's registers and
+                // this PE's FIFO first).
                 reg wipe0, wipe1;           // clear `wipe_addr` of bank b
                 reg [LOCAL_W-1:0] wipe_addr;
                 reg [SUM_W-1:0] sum0, sum1; // e4_sum, or zero for a clear of bank b

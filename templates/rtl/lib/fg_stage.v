@@ -9,6 +9,15 @@
 // empties the other one. Wide flags (every PE FIFO has room, every PE is done with a bank) are
 // registered ANDs (fg_all); the drain issues an address only when every output FIFO has room for
 // all the words in flight.
+//
+// With PRIVATE (docs/engine.md, "Private PEs") each unit has P PEs of its own, K x P in all, and
+// no PE has a FIFO (fg_pe.v, FIFO_DEPTH = 0): the entry unit u makes for lane p goes to PE (u, p)
+// alone, which holds a partial sum of every output of lane p. A unit's `ok` is always high (no
+// FIFO to fill), but it still waits for `run` and for a free bank; a bank is whole when all K x P
+// PEs are done with it. The drain reads an address of every PE, and lane p's sum is the sum of the
+// K PEs (u, p), added in a tree with a register a level (no K-input adder in one cycle): log2 K
+// cycles more from the read to the requantizer, which the bias read and the words in flight
+// follow. Integer sums are order-free: the outputs are the shared PEs'.
 module fg_stage #(
     parameter integer S = 1,            // sub-channels of the input channel
     parameter integer K = 1,            // issue units; also the sub-channels of the output channel
@@ -39,6 +48,7 @@ module fg_stage #(
     parameter integer DENSE = 0,        // the model's last layer: dense beats out
     parameter integer LOADED = 0,       // the weights are in UltraRAM, loaded through the load chain
     parameter integer STACKED = 0,      // the PEs' two banks in one memory: the drain takes a MAC slot
+    parameter integer PRIVATE = 0,      // each unit has P PEs of its own, without FIFOs (K = 1, 2, 4; not STACKED)
     parameter integer LOAD_W = 1,       // the load chain's beats
     parameter integer PE_FIFO_DEPTH = 32,
     parameter integer PE_SLACK = 8,
@@ -46,7 +56,7 @@ module fg_stage #(
     parameter integer ITEM_SLACK = 3,    // the merger's decide register and the flag's own register
     parameter integer ROW_FIFO_DEPTH = 8,
     parameter integer WORD_FIFO_DEPTH = 32,
-    parameter integer DRAIN_SLACK = 12,  // words in flight: six to y, two word registers, the end word, the flag's register
+    parameter integer DRAIN_SLACK = 12,  // words in flight: DRAIN_LATENCY to y, two word registers, the end word, the flag's register
     parameter ROWS_FILE = "",
     parameter WEIGHTS_FILE = "",
     parameter BIAS_FILE = "",
@@ -96,8 +106,13 @@ module fg_stage #(
     localparam integer ROW_W = START_W + CNT_W;
     localparam integer ROM_COPIES = (K + 1) / 2;   // a block RAM has two ports
     localparam integer WORD_W = 1 + LOCAL_W + COUNT_W + G + G * VALUE_W;
-    // address decided -> y at the PEs; stacked banks read a cycle later, in the MAC pipeline's slot
-    localparam integer DRAIN_LATENCY = 6 + STACKED;
+    // private PEs: K x P of them, and the levels of the drain's adder tree (K a power of two)
+    localparam integer PES = (PRIVATE != 0) ? K * P : P;
+    localparam integer LEVELS = (PRIVATE != 0 && K > 1) ? $clog2(K) : 0;
+    // address decided -> y at the PEs; stacked banks read a cycle later, in the MAC pipeline's slot;
+    // private PEs' sums pass the adder tree, a cycle a level. DRAIN_SLACK covers DRAIN_LATENCY + 4
+    // words: 10, 11 stacked, 12 private at K = 4 (none to spare).
+    localparam integer DRAIN_LATENCY = 6 + STACKED + LEVELS;
     localparam [31:0] LAST_ADDRESS32 = ADDRESSES - 1;
     localparam [LOCAL_W-1:0] LAST_ADDRESS = LAST_ADDRESS32[LOCAL_W-1:0];
     localparam integer LAST_OUTPUTS = N_OUT - (ADDRESSES - 1) * P;  // real outputs at the last address
@@ -118,12 +133,24 @@ module fg_stage #(
     );
     /* verilator lint_on PINCONNECTEMPTY */
 
+    generate
+        if (PRIVATE != 0 && ((K & (K - 1)) != 0 || STACKED != 0)) begin : g_invalid
+            // an initial block (Yosys stops at it): older Icarus Verilog releases do not parse an elaboration $error
+            initial begin
+                $display("ERROR: fg_stage: private PEs take K = 1, 2 or 4 units (a power of two: the drain's adder tree) and two banks (STACKED = 0)");
+                $finish;
+            end
+        end
+    endgenerate
+
     // ---- PE readiness, units, ROMs -------------------------------------------------------------------
-    wire [P-1:0] pe_ready;
+    // PE flags: PE p at p, or private PE (u, p) at u*P + p. fg_all's two stages stay two LUT levels
+    // each up to 288 inputs (36 groups of 8), K x P = 256 at most.
+    wire [PES-1:0] pe_ready;
     wire pes_ready;
     reg loaded;                         // every weight row is in (always, for a ROM)
     reg run;                            // the units may issue: the PEs are ready, the weights in
-    fg_all #(.N(P)) u_ready (.clk(clk), .in(pe_ready), .out(pes_ready));
+    fg_all #(.N(PES)) u_ready (.clk(clk), .in(pe_ready), .out(pes_ready));
     always @(posedge clk) run <= !rst && pes_ready && loaded;
 
     wire [K-1:0] row_en, beat_en;
@@ -133,7 +160,9 @@ module fg_stage #(
     wire [K*P*SLOT_W-1:0] beat_data;
     wire [K*P*ENTRY_W-1:0] entry;       // unit u's entries for its PEs
     wire [K*P-1:0] entry_write;
-    wire [P*K-1:0] pe_room;             // PE p's FIFO for unit u at p*K + u
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [P*K-1:0] pe_room;             // PE p's FIFO for unit u at p*K + u (always room: private PEs)
+    /* verilator lint_on UNUSEDSIGNAL */
     wire [K-1:0] ok;
     wire [K-1:0] unit_working;
     reg [1:0] drained_vectors;
@@ -162,12 +191,17 @@ module fg_stage #(
                 .drained_vectors(drained_vectors), .vector_issued(), .working(unit_working[u])
             );
             /* verilator lint_on PINCONNECTEMPTY */
-            // Every PE's FIFO of this unit has room.
-            wire [P-1:0] rooms;
-            for (p = 0; p < P; p = p + 1) begin : g_room
-                assign rooms[p] = pe_room[p*K + u];
+            if (PRIVATE != 0) begin : g_own
+                // The unit's own PEs take every entry the cycle it comes: no FIFO to fill.
+                assign ok[u] = 1'b1;
+            end else begin : g_shared
+                // Every PE's FIFO of this unit has room.
+                wire [P-1:0] rooms;
+                for (p = 0; p < P; p = p + 1) begin : g_room
+                    assign rooms[p] = pe_room[p*K + u];
+                end
+                fg_all #(.N(P)) u_ok (.clk(clk), .in(rooms), .out(ok[u]));
             end
-            fg_all #(.N(P)) u_ok (.clk(clk), .in(rooms), .out(ok[u]));
         end
         for (c = 0; c < ROM_COPIES; c = c + 1) begin : g_rom
             localparam integer PORTS = (K - 2 * c) < 2 ? (K - 2 * c) : 2;
@@ -224,35 +258,65 @@ module fg_stage #(
     endgenerate
 
     // ---- PEs -------------------------------------------------------------------------------------------
-    wire [2*P-1:0] pe_done;             // PE p's bank b at p*2 + b
-    wire [P-1:0] pe_busy;
+    wire [2*PES-1:0] pe_done;           // PE i's bank b at i*2 + b
+    wire [PES-1:0] pe_busy;
     wire [P*VALUE_W-1:0] y;
     reg drain_read;
     reg drain_bank;
     reg [LOCAL_W-1:0] drain_addr;
     reg [1:0] drained;
     wire [P*ACC_W-1:0] bias_row;
+    genvar i;
     generate
         for (p = 0; p < P; p = p + 1) begin : g_pe
-            wire [K*ENTRY_W-1:0] in_entry;
-            wire [K-1:0] in_write;
-            for (u = 0; u < K; u = u + 1) begin : g_in
-                assign in_entry[u*ENTRY_W +: ENTRY_W] = entry[(u*P + p)*ENTRY_W +: ENTRY_W];
-                assign in_write[u] = entry_write[u*P + p];
+            wire [SUM_W-1:0] sum;           // lane p's
+            if (PRIVATE == 0) begin : g_shared
+                wire [K*ENTRY_W-1:0] in_entry;
+                wire [K-1:0] in_write;
+                for (u = 0; u < K; u = u + 1) begin : g_in
+                    assign in_entry[u*ENTRY_W +: ENTRY_W] = entry[(u*P + p)*ENTRY_W +: ENTRY_W];
+                    assign in_write[u] = entry_write[u*P + p];
+                end
+                fg_pe #(
+                    .K(K), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .CB_W(CB_W), .CODEBOOK(CODEBOOK),
+                    .SUM_W(SUM_W), .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT),
+                    .FIFO_DEPTH(PE_FIFO_DEPTH), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE),
+                    .SINGLE_CYCLE(SINGLE_CYCLE),
+                    .STACKED(STACKED)
+                ) u_pe (
+                    .clk(clk), .rst(rst), .ready(pe_ready[p]),
+                    .in_entry(in_entry), .in_write(in_write), .in_room(pe_room[p*K +: K]),
+                    .done(pe_done[p*2 +: 2]), .drained(drained), .busy(pe_busy[p]),
+                    .drain_read(drain_read), .drain_bank(drain_bank), .drain_addr(drain_addr), .sum(sum)
+                );
+            end else begin : g_private
+                // PE (u, p) takes unit u's entries for lane p. The tree's node n (1 .. 2K - 1) is
+                // the register of the sum of nodes 2n and 2n + 1, and node K + u is PE (u, p)'s
+                // sum: with K a power of two every PE's sum passes log2 K registers to node 1.
+                wire [2*K*SUM_W-1:SUM_W] node;
+                for (u = 0; u < K; u = u + 1) begin : g_copy
+                    fg_pe #(
+                        .K(1), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .CB_W(CB_W),
+                        .CODEBOOK(CODEBOOK), .SUM_W(SUM_W), .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT),
+                        .FIFO_DEPTH(0), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE),
+                        .SINGLE_CYCLE(SINGLE_CYCLE),
+                        .STACKED(0)
+                    ) u_pe (
+                        .clk(clk), .rst(rst), .ready(pe_ready[u*P + p]),
+                        .in_entry(entry[(u*P + p)*ENTRY_W +: ENTRY_W]), .in_write(entry_write[u*P + p]),
+                        .in_room(pe_room[p*K + u]),
+                        .done(pe_done[(u*P + p)*2 +: 2]), .drained(drained), .busy(pe_busy[u*P + p]),
+                        .drain_read(drain_read), .drain_bank(drain_bank), .drain_addr(drain_addr),
+                        .sum(node[(K + u)*SUM_W +: SUM_W])
+                    );
+                end
+                for (i = 1; i < K; i = i + 1) begin : g_add
+                    reg [SUM_W-1:0] total;
+                    always @(posedge clk) total <= node[2*i*SUM_W +: SUM_W] + node[(2*i + 1)*SUM_W +: SUM_W];
+                    assign node[i*SUM_W +: SUM_W] = total;
+                end
+                assign sum = node[SUM_W +: SUM_W];
             end
-            wire [SUM_W-1:0] sum;
-            fg_pe #(
-                .K(K), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .CB_W(CB_W), .CODEBOOK(CODEBOOK),
-                .SUM_W(SUM_W), .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT),
-                .FIFO_DEPTH(PE_FIFO_DEPTH), .SLACK(PE_SLACK), .FIFO_STYLE(PE_FIFO_STYLE), .ACC_STYLE(ACC_STYLE),
-                .SINGLE_CYCLE(SINGLE_CYCLE),
-                .STACKED(STACKED)
-            ) u_pe (
-                .clk(clk), .rst(rst), .ready(pe_ready[p]),
-                .in_entry(in_entry), .in_write(in_write), .in_room(pe_room[p*K +: K]),
-                .done(pe_done[p*2 +: 2]), .drained(drained), .busy(pe_busy[p]),
-                .drain_read(drain_read), .drain_bank(drain_bank), .drain_addr(drain_addr), .sum(sum)
-            );
             fg_requantize #(
                 .W_BITS(W_BITS), .ACC_W(ACC_W), .SUM_W(SUM_W), .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT), .SHIFT_W(6)
             ) u_requantize (
@@ -263,16 +327,16 @@ module fg_stage #(
     endgenerate
 
     // A bank is whole when every PE is done with it.
-    wire [P-1:0] done0, done1;
+    wire [PES-1:0] done0, done1;
     generate
-        for (p = 0; p < P; p = p + 1) begin : g_done
-            assign done0[p] = pe_done[p*2];
-            assign done1[p] = pe_done[p*2 + 1];
+        for (i = 0; i < PES; i = i + 1) begin : g_done
+            assign done0[i] = pe_done[i*2];
+            assign done1[i] = pe_done[i*2 + 1];
         end
     endgenerate
     wire whole0, whole1;
-    fg_all #(.N(P)) u_whole0 (.clk(clk), .in(done0), .out(whole0));
-    fg_all #(.N(P)) u_whole1 (.clk(clk), .in(done1), .out(whole1));
+    fg_all #(.N(PES)) u_whole0 (.clk(clk), .in(done0), .out(whole0));
+    fg_all #(.N(PES)) u_whole1 (.clk(clk), .in(done1), .out(whole1));
 
     // ---- drain -----------------------------------------------------------------------------------------
     wire [K-1:0] word_room;
@@ -292,16 +356,33 @@ module fg_stage #(
     wire [LOCAL_W-1:0] y_addr = flight_addr[(DRAIN_LATENCY-1)*LOCAL_W +: LOCAL_W];
 
     // A bias table of one row is a constant: synthesis keeps no ROM. Its row meets the sum at the
-    // PEs: read when the PEs read their bank, a cycle after the drain's read with stacked banks.
+    // requantizers: read when the PEs read their bank, a cycle after the drain's read with stacked
+    // banks, and a cycle later for each level of private PEs' adder tree (its address delayed, not
+    // its P x ACC_W-bit row).
     localparam integer BIAS_AW = (BIAS_ROWS > 1) ? LOCAL_W : 1;
+    localparam integer BIAS_DELAY = STACKED + LEVELS;
     wire [BIAS_AW-1:0] bias_index = (BIAS_ROWS > 1) ? drain_addr[BIAS_AW-1:0] : {BIAS_AW{1'b0}};
     reg bias_read;
     reg [BIAS_AW-1:0] bias_addr;
     generate
-        if (STACKED != 0) begin : g_bias_late
+        if (BIAS_DELAY == 1) begin : g_bias_late
             always @(posedge clk) begin
                 bias_read <= drain_read;
                 bias_addr <= bias_index;
+            end
+        end else if (BIAS_DELAY > 1) begin : g_bias_later
+            reg [BIAS_DELAY-2:0] reads;
+            reg [(BIAS_DELAY-1)*BIAS_AW-1:0] addrs;
+            integer d;
+            always @(posedge clk) begin
+                reads[0] <= drain_read;
+                addrs[0 +: BIAS_AW] <= bias_index;
+                for (d = 1; d < BIAS_DELAY - 1; d = d + 1) begin
+                    reads[d] <= reads[d-1];
+                    addrs[d*BIAS_AW +: BIAS_AW] <= addrs[(d-1)*BIAS_AW +: BIAS_AW];
+                end
+                bias_read <= reads[BIAS_DELAY-2];
+                bias_addr <= addrs[(BIAS_DELAY-2)*BIAS_AW +: BIAS_AW];
             end
         end else begin : g_bias_now
             always @(*) begin
@@ -446,14 +527,31 @@ module fg_stage #(
     // A vector's compute cycles: the units issue or the PEs work (with stacked banks, a drain's read
     // in a PE's slot is its work too); cycles when both only wait (for activations from the stage
     // before, or for a bank the drain has not emptied) are the pipeline's, not this layer's.
-    wire pes_drain = STACKED != 0 && drain_read;
+    // Private PEs' busy flags, up to 256, are ORed a unit at a time into registers, the units'
+    // working flags beside them: the same count, a cycle late.
+    wire working;
+    generate
+        if (PRIVATE != 0) begin : g_working_late
+            reg [K-1:0] units_busy;
+            reg units_working;
+            integer q;
+            always @(posedge clk) begin
+                for (q = 0; q < K; q = q + 1) units_busy[q] <= !rst && (|pe_busy[q*P +: P]);
+                units_working <= !rst && (|unit_working);
+            end
+            assign working = units_working || (|units_busy);
+        end else begin : g_working_now
+            wire pes_drain = STACKED != 0 && drain_read;
+            assign working = (|unit_working) || (|pe_busy) || pes_drain;
+        end
+    endgenerate
     always @(posedge clk) begin
         if (rst) begin
             perf_busy <= 32'd0;
             perf_drain <= 32'd0;
             perf_vectors <= 32'd0;
         end else begin
-            if ((|unit_working) || (|pe_busy) || pes_drain) perf_busy <= perf_busy + 32'd1;
+            if (working) perf_busy <= perf_busy + 32'd1;
             if (draining && (!issuing || room)) perf_drain <= perf_drain + 32'd1;
             if (finish) perf_vectors <= perf_vectors + 32'd1;
         end

@@ -8,6 +8,8 @@
 // beats one. The end item of a vector becomes an end entry at every PE, then the unit moves to the
 // other bank, once the drain has freed it. `ok` (every PE FIFO of this unit has room) is
 // registered upstream: the unit writes at most SLACK entries into a FIFO before it sees `ok` fall.
+// A private stage's unit (fg_stage.v, PRIVATE) writes its own PEs, which have no FIFO: `ok` is
+// always high there, and the unit waits only for `run` and a free bank.
 module fg_unit #(
     parameter integer P = 1,
     parameter integer IDX_W = 1,        // index width of the activations
