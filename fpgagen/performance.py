@@ -131,6 +131,8 @@ def measure_layers(manifest: dict, results: dict, model: Model, data: Vectors) -
         if layer.name not in measured:
             raise FpgagenError(f"{SIM_RESULTS}: no counters for layer {layer.name}")
         pes = layer.schedule.pes
+        # a MAC a cycle at every PE: a private stage's K units have P each
+        macs_per_cycle = pes * layer.schedule.units if layer.schedule.private else pes
         estimate = entry["estimate"]["cycles"] if entry.get("estimate") else {"compute": 0.0, "drain": 0.0}
         counters = measured[layer.name]
         found.append(
@@ -139,7 +141,7 @@ def measure_layers(manifest: dict, results: dict, model: Model, data: Vectors) -
                 mode=layer.schedule.mode,
                 pes=pes,
                 useful_macs=demand.useful_macs,
-                compute_bound=demand.useful_macs / pes,
+                compute_bound=demand.useful_macs / macs_per_cycle,
                 memory_bound=demand.memory_bound,
                 offchip_bytes=demand.offchip_bytes,
                 measured=counters["busy_per_vector"],
