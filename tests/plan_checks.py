@@ -373,7 +373,7 @@ def check_hls_pes(header: str, run: str, stage: StagePlan) -> None:
     drain = "dense" if stage.last else "words"
     out = "words" if drain == "words" else "out"
     calls = {
-        "private": ["fpgagen::private_pes<cfg>(entries, acc);", f"fpgagen::private_drain_{drain}<cfg>(acc, {out});"],
+        "private": ["fpgagen::private_pes<cfg>(entries, acc);", f"fpgagen::drain_{drain}<cfg>(acc, {out});"],
         "stacked": [f"fpgagen::pes_then_drain_{drain}<cfg>(entries, {out});"],
         "shared": ["fpgagen::pes<cfg>(entries, acc);", f"fpgagen::drain_{drain}<cfg>(acc, {out});"],
     }[kind]

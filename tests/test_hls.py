@@ -288,7 +288,7 @@ def test_a_pe_reads_no_fifo_past_its_end_entry(private, tmp_path):
     design = scheduled(model, "w8a16", (df(0, 4, 2, private=private), df(1, 4)), 4, np.ones((1, 19)))
     hls = compile_design(design, tmp_path / "design", default_inputs(design, 4, seed=3)) / "hls"
     shape = (
-        {"banks": "[cfg::UNITS]", "pes": "private_pes", "sum": "fpgagen::unit_sum<cfg>(acc, 0, 0)"}
+        {"banks": "[cfg::UNITS]", "pes": "private_pes", "sum": "fpgagen::lane_sum<cfg>(acc, 0, 0)"}
         if private
         else {"banks": "", "pes": "pes", "sum": "acc[0][0]"}
     )

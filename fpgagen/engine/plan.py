@@ -218,6 +218,12 @@ class StagePlan:
         (found,) = [memory for memory in self.memories if memory.role == role]
         return found
 
+    def optional_memory(self, role: str) -> Memory | None:
+        """The stage's memory that holds `role`, or None where the stage has none (private PEs have
+        no entry FIFOs, the model's last stage no drained words, one layer no loop-back)."""
+        found = [memory for memory in self.memories if memory.role == role]
+        return found[0] if found else None
+
     @property
     def row_start(self) -> np.ndarray:
         """The stacked row table's first beats (relative to each layer's own weights)."""

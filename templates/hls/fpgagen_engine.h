@@ -577,12 +577,33 @@ inline typename Cfg::bias_t bias_of(int a, int p) {
     return Cfg::bias[Cfg::BIAS_ROWS == 1 ? 0 : a][p];
 }
 
-// The drain (fg_stage.v): one local address of every PE a cycle, bias and requantization, the
-// outputs that exist (all but past N_OUT at the last address) into the groups' words (a group
-// without a nonzero output writes none), then an end word per group.
+// Lane p's sum at local address a, as the drain reads it: a shared PE's bank word, or private PEs'
+// (K units' partial sums added; Vitis balances the unrolled sum into a tree). A partial sum may
+// wrap in the banks' width, but the whole sum fits it, so the wrapped sum of the parts is the whole
+// (docs/numerics.md): the shared stage's.
 template <class Cfg>
-void drain_words(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES],
-                 hls::stream<typename Cfg::word_t> (&words)[Cfg::UNITS]) {
+inline typename Cfg::acc_t lane_sum(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], int p, int a) {
+#pragma HLS INLINE
+    return acc[p][a];
+}
+
+template <class Cfg>
+inline typename Cfg::acc_t lane_sum(const typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDRESSES], int p, int a) {
+#pragma HLS INLINE
+    typename Cfg::acc_t sum = 0;
+    for (int u = 0; u < Cfg::UNITS; ++u) {
+#pragma HLS UNROLL
+        sum += acc[u][p][a];
+    }
+    return sum;
+}
+
+// The drain (fg_stage.v): one local address of every PE a cycle (`Banks`: shared PEs' banks, or
+// private PEs' per unit, whose sums lane_sum adds), bias and requantization, the outputs that
+// exist (all but past N_OUT at the last address) into the groups' words (a group without a nonzero
+// output writes none), then an end word per group.
+template <class Cfg, class Banks>
+void drain_words(const Banks& acc, hls::stream<typename Cfg::word_t> (&words)[Cfg::UNITS]) {
     const int P = Cfg::PES, G = Cfg::GROUP;
     for (int a = 0; a <= Cfg::ADDRESSES; ++a) {
 #pragma HLS PIPELINE II=1
@@ -599,7 +620,8 @@ void drain_words(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES],
             for (int p = 0; p < P; ++p) {
 #pragma HLS UNROLL
                 exists[p] = a * P + p < Cfg::N_OUT;
-                y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(acc[p][a]), bias_of<Cfg>(a, p), Cfg::SHIFT, Cfg::LO, Cfg::HI);
+                y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(lane_sum<Cfg>(acc, p, a)), bias_of<Cfg>(a, p), Cfg::SHIFT,
+                                                 Cfg::LO, Cfg::HI);
             }
             for (int c = 0; c < Cfg::UNITS; ++c) {
 #pragma HLS UNROLL
@@ -626,8 +648,8 @@ inline Beat dense_beat(const act_t y[P], const bool exists[P], bool last) {
 }
 
 // The model's last layer drains dense beats of P values, zeros past N_OUT, TLAST on the last.
-template <class Cfg, class Beat>
-void drain_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], hls::stream<Beat>& out) {
+template <class Cfg, class Banks, class Beat>
+void drain_dense(const Banks& acc, hls::stream<Beat>& out) {
     const int P = Cfg::PES;
     for (int a = 0; a < Cfg::ADDRESSES; ++a) {
 #pragma HLS PIPELINE II=1
@@ -637,74 +659,8 @@ void drain_dense(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], hls::s
 #pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
         for (int p = 0; p < P; ++p) {
 #pragma HLS UNROLL
-            y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(acc[p][a]), bias_of<Cfg>(a, p), Cfg::SHIFT, Cfg::LO, Cfg::HI);
-            exists[p] = a * P + p < Cfg::N_OUT;
-        }
-        out.write(dense_beat<Beat, P>(y, exists, a == Cfg::ADDRESSES - 1));
-    }
-}
-
-// Private PEs: lane p's sum at local address a, the K units' partial sums added (an adder tree:
-// Vitis balances the unrolled sum). A partial sum may wrap in the banks' width, but the whole sum
-// fits it, so the wrapped sum of the parts is the whole (docs/numerics.md): the shared stage's.
-template <class Cfg>
-inline typename Cfg::acc_t unit_sum(const typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDRESSES], int p, int a) {
-#pragma HLS INLINE
-    typename Cfg::acc_t sum = 0;
-    for (int u = 0; u < Cfg::UNITS; ++u) {
-#pragma HLS UNROLL
-        sum += acc[u][p][a];
-    }
-    return sum;
-}
-
-// The drain of private PEs (drain_words): address a of every PE (u, p) a cycle, lane p the sum over
-// u, then P requantizers and the groups' words as the shared stage's.
-template <class Cfg>
-void private_drain_words(const typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDRESSES],
-                         hls::stream<typename Cfg::word_t> (&words)[Cfg::UNITS]) {
-    const int P = Cfg::PES, G = Cfg::GROUP;
-    for (int a = 0; a <= Cfg::ADDRESSES; ++a) {
-#pragma HLS PIPELINE II=1
-        if (a == Cfg::ADDRESSES) {
-            for (int c = 0; c < Cfg::UNITS; ++c) {
-#pragma HLS UNROLL
-                words[c].write(end_word<typename Cfg::word_t, G>());
-            }
-        } else {
-            act_t y[P];
-            bool exists[P];
-#pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
-            for (int p = 0; p < P; ++p) {
-#pragma HLS UNROLL
-                exists[p] = a * P + p < Cfg::N_OUT;
-                y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(unit_sum<Cfg>(acc, p, a)), bias_of<Cfg>(a, p), Cfg::SHIFT,
-                                                 Cfg::LO, Cfg::HI);
-            }
-            for (int c = 0; c < Cfg::UNITS; ++c) {
-#pragma HLS UNROLL
-                const typename Cfg::word_t word = group_word<typename Cfg::word_t, G, P>(y, exists, c * G, a);
-                if (word.count != 0) words[c].write(word);
-            }
-        }
-    }
-}
-
-// The model's last layer on private PEs (drain_dense): lane p the sum over u, dense beats of P values.
-template <class Cfg, class Beat>
-void private_drain_dense(const typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDRESSES], hls::stream<Beat>& out) {
-    const int P = Cfg::PES;
-    for (int a = 0; a < Cfg::ADDRESSES; ++a) {
-#pragma HLS PIPELINE II=1
-        act_t y[P];
-        bool exists[P];
-#pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
-#pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
-        for (int p = 0; p < P; ++p) {
-#pragma HLS UNROLL
-            y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(unit_sum<Cfg>(acc, p, a)), bias_of<Cfg>(a, p), Cfg::SHIFT, Cfg::LO,
-                                             Cfg::HI);
+            y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(lane_sum<Cfg>(acc, p, a)), bias_of<Cfg>(a, p), Cfg::SHIFT,
+                                             Cfg::LO, Cfg::HI);
             exists[p] = a * P + p < Cfg::N_OUT;
         }
         out.write(dense_beat<Beat, P>(y, exists, a == Cfg::ADDRESSES - 1));

@@ -328,8 +328,8 @@ def _role(memories, *roles: str) -> Memory:
 
 
 def _optional(stage: StagePlan, role: str) -> Fifo | None:
-    found = [memory for memory in stage.memories if memory.role == role]
-    return fifo(found[0]) if found else None
+    found = stage.optional_memory(role)
+    return fifo(found) if found is not None else None
 
 
 def _dataflow_stage(

@@ -164,29 +164,22 @@ def _stage_context(
 def _fifo_parameters(stage: StagePlan) -> list[tuple[str, object]]:
     """Depths, slacks and kinds shared by both kinds of stage; private PEs have no entry FIFO
     (depth 0, its kind unused)."""
-    entries = _pe_fifo(stage)
+    entries, words = stage.optional_memory("PE entries"), _word_fifo(stage)
     return [
         ("PE_FIFO_DEPTH", entries.depth if entries else 0), ("PE_SLACK", PE_SLACK), ("ITEM_FIFO_DEPTH", ITEM_FIFO_DEPTH),
-        ("ITEM_SLACK", ITEM_SLACK), ("WORD_FIFO_DEPTH", _word_fifo(stage).depth), ("DRAIN_SLACK", DRAIN_SLACK),
+        ("ITEM_SLACK", ITEM_SLACK), ("WORD_FIFO_DEPTH", words.depth), ("DRAIN_SLACK", DRAIN_SLACK),
         ("BIAS_STYLE", style(stage.memory("bias"))), ("ACC_STYLE", style(stage.memory("accumulators"))),
         ("SINGLE_CYCLE", int(stage.logic.single_cycle)),
         ("PE_FIFO_STYLE", style(entries or stage.memory("accumulators"))),
         ("ITEM_FIFO_STYLE", style(stage.memory("unit activations"))),
-        ("WORD_FIFO_STYLE", style(_word_fifo(stage))),
+        ("WORD_FIFO_STYLE", style(words)),
     ]  # fmt: skip
-
-
-def _pe_fifo(stage: StagePlan) -> Memory | None:
-    """The PEs' entry FIFOs; private PEs have none."""
-    found = [memory for memory in stage.memories if memory.role == "PE entries"]
-    return found[0] if found else None
 
 
 def _word_fifo(stage: StagePlan) -> Memory:
     """The drained words' FIFOs; a stage that only writes dense beats has none, so its (unused)
     parameter takes the kind of its output FIFO."""
-    found = [memory for memory in stage.memories if memory.role == "drained words"]
-    return found[0] if found else stage.memory("output beats")
+    return stage.optional_memory("drained words") or stage.memory("output beats")
 
 
 def _dataflow_stage(stage: StagePlan, memories: Path, load_bits: int) -> dict:
