@@ -46,6 +46,7 @@ def recorded_decisions(manifest: dict, where: Path) -> Recorded:
                     int(stage["units"]),
                     int(stage["channels"]),
                     bool(stage.get("private", False)),  # absent from manifests written before private PEs
+                    stage.get("drain_lanes"),  # absent before drain lanes: all P
                 )
                 for stage in recorded["stages"]
             ),

@@ -93,6 +93,10 @@ class Stage:
     # one holding all of its lane's outputs; the drain adds the K partial sums (docs/engine.md,
     # "Private PEs")
     private: bool = False
+    # lanes a dataflow stage's drain requantizes a cycle, P / 2^k, a multiple of the units: the
+    # drain reads a local address of P / drain_lanes groups of PEs in turn (docs/engine.md, "Drain
+    # lanes"); None: all P at once
+    drain_lanes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ class LayerSchedule:
     weight_memory: str
     units: int = 1
     private: bool = False
+    drain_lanes: int | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -103,6 +103,7 @@ def build_manifest(
                     "pes": s.pes,
                     "units": s.units,
                     "private": s.private,
+                    "drain_lanes": s.drain_lanes,
                     "weight_memory": s.weight_memory,
                     "channels": s.channels,
                 }
@@ -183,6 +184,7 @@ def _layer_entry(plan: EnginePlan, index: int, estimated: dict, accuracy: Accura
         "pes": layer.schedule.pes,
         "units": layer.schedule.units,
         "private": layer.schedule.private,
+        "drain_lanes": layer.schedule.drain_lanes,
         "stage": layer.schedule.stage,
         "weight_memory": layer.schedule.weight_memory,
         "beats": shape.beats,

@@ -24,10 +24,12 @@ RELU, CLIP, NONE = Activation(0.0, np.inf), Activation(-0.5, 1.5), Activation()
 FLOOR = Activation(0.25, 2.0)  # no output is ever zero, padding lanes included
 
 
-def df(layer: int, pes: int, units: int = 1, weights: str = "bram", private: bool = False) -> Stage:
+def df(
+    layer: int, pes: int, units: int = 1, weights: str = "bram", private: bool = False, drain_lanes: int | None = None
+) -> Stage:
     """A dataflow stage; `weights` "uram": in UltraRAM, filled by the load phase; `private`: each
-    unit with P PEs of its own."""
-    return Stage("dataflow", (layer,), pes, weights, units, private=private)
+    unit with P PEs of its own; its drain taking `drain_lanes` a cycle (None: P)."""
+    return Stage("dataflow", (layer,), pes, weights, units, private=private, drain_lanes=drain_lanes)
 
 
 def seq(layers: tuple[int, ...], pes: int, channels: int = 1) -> Stage:
@@ -42,11 +44,13 @@ def pruned_mlp(
     seed: int,
     density: float = 0.3,
     shared: tuple[float | tuple[float, ...] | None, ...] = (),
+    quiet: bool = False,
 ) -> Model:
     """A random pruned MLP; every layer has an input none of whose weights survive (an all-zero
     row) and an output with no weights (an all-zero column), whose value is then its activated bias.
     Layer i's nonzeros all equal `shared[i]` where that is a number (a positions-only layer), or are
-    drawn from it where it is a tuple (a codebook layer)."""
+    drawn from it where it is a tuple (a codebook layer). `quiet`: every bias negative, so a ReLU
+    layer's outputs are all zero without input (as Graph Challenge's are)."""
     rng = np.random.default_rng(seed)
     layers = []
     for index, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
@@ -60,8 +64,8 @@ def pruned_mlp(
         weights[rng.integers(n_in), :] = 0.0
         empty_output = rng.integers(n_out)
         weights[:, empty_output] = 0.0
-        bias = rng.uniform(-0.5, 0.5, n_out)
-        bias[empty_output] = 0.75
+        bias = rng.uniform(-0.5, -0.05, n_out) if quiet else rng.uniform(-0.5, 0.5, n_out)
+        bias[empty_output] = -0.25 if quiet else 0.75
         layers.append(Layer(f"fc{index}", f"fc{index}", sparse_weights(weights), bias, activations[index]))
     return Model(name, tuple(layers), "x", "y", (sizes[0],))
 
@@ -154,7 +158,26 @@ MLPS = {
         4,
         (None, (-0.5, -0.25, 0.125, 0.375, 0.75), 0.25),
     ),
+    # drain lanes (the drain reading groups of PEs in turn, fewer requantizers): K = 1 shared with
+    # 2 of 8 lanes a cycle, K = 2 private with 4 of 16, K = 4 private with 4 of 32 (8 steps, 36
+    # outputs: rows past the last output); quiet layers (negative biases, ReLU) and every third
+    # input vector zero, so that vectors reach stages without an entry and drain end words alone;
+    # the last stage dense, all P at once
+    "drain_lanes": (
+        [40, 64, 48, 36, 9],
+        [RELU, RELU, RELU, NONE],
+        "w8a16",
+        (
+            df(0, 8, 1, drain_lanes=2),
+            df(1, 16, 2, private=True, drain_lanes=4),
+            df(2, 32, 4, private=True, drain_lanes=4),
+            df(3, 4, 2),
+        ),
+        4,
+        (),
+    ),
 }
+QUIET_MLPS = {"drain_lanes"}  # negative biases, and every third test vector zero
 
 
 # Small designs for Yosys, which takes minutes on the MLPS above (a sequential stage above all: its
@@ -175,7 +198,9 @@ SMALL_MLPS = {
 def mlp_model(case: str) -> Model:
     """The quantized, scheduled model of the MLPS or SMALL_MLPS case `case`."""
     sizes, activations, precision, stages, in_lanes, *shared = (MLPS | SMALL_MLPS)[case]
-    model = pruned_mlp(case, sizes, activations, seed=len(case), shared=shared[0] if shared else ())
+    model = pruned_mlp(
+        case, sizes, activations, seed=len(case), shared=shared[0] if shared else (), quiet=case in QUIET_MLPS
+    )
     calib = np.random.default_rng(2).uniform(-1, 1, (16, sizes[0]))
     return scheduled(model, precision, stages, in_lanes, calib)
 
@@ -183,7 +208,10 @@ def mlp_model(case: str) -> Model:
 def mlp_design(case: str, outdir: Path, count: int = 12) -> Path:
     """Compile the MLPS or SMALL_MLPS case `case` into `outdir` with `count` test vectors."""
     design = mlp_model(case)
-    return compile_design(design, outdir, default_inputs(design, count=count, seed=1))
+    inputs = default_inputs(design, count=count, seed=1)
+    if case in QUIET_MLPS:
+        inputs[::3] = 0.0
+    return compile_design(design, outdir, inputs)
 
 
 def lint(outdir: Path) -> None:

@@ -113,7 +113,15 @@ def check_cost_model_prices_the_plan(plan: EnginePlan) -> None:
         if stage.sequential:
             priced = cost.sequential_memories(first, last, stage.pes, stage.channels, deep)
         else:
-            priced = cost.dataflow_memories(first, stage.pes, stage.units, stage.loaded, deep, stage.private)
+            priced = cost.dataflow_memories(
+                first,
+                stage.pes,
+                stage.units,
+                stage.loaded,
+                deep,
+                stage.private,
+                plan.model.schedule.stages[stage.index].drain_lanes,
+            )
         assert _listing(priced) == _listing(stage.memories), f"stage {stage.index}"
         schedule_stage = plan.model.schedule.stages[stage.index]
         assert cost.logic(schedule_stage) == stage.logic, f"stage {stage.index}"
@@ -121,9 +129,10 @@ def check_cost_model_prices_the_plan(plan: EnginePlan) -> None:
 
 def check_manifest_records_the_plan(manifest: dict, plan: EnginePlan) -> None:
     recorded = manifest["engine"]
-    assert [(s["pes"], s["units"], s["channels"], s["private"]) for s in manifest["schedule"]["stages"]] == [
-        (s.pes, s.units, s.channels, s.private) for s in plan.stages
-    ]
+    recorded_stages = manifest["schedule"]["stages"]
+    assert [
+        (s["pes"], s["units"], s["channels"], s["private"], s["drain_lanes"] or s["pes"]) for s in recorded_stages
+    ] == [(s.pes, s.units, s.channels, s.private, s.drain_lanes) for s in plan.stages]
     for entry, stage in zip(recorded["stages"], plan.stages, strict=True):
         assert entry["memories"] == [asdict(memory) for memory in stage.memories]
         assert entry["logic"] == asdict(stage.logic)
@@ -166,7 +175,9 @@ def expected_stage_parameters(stage: StagePlan, load_bits: int = 1) -> dict[str,
             "K": stage.units, "G": stage.groups.size, "N_IN": layer.shape.n_in, "N_OUT": layer.shape.n_out,
             "BEATS": layer.shape.rom_beats, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
             "ROW_FIFO_DEPTH": ROW_FIFO_DEPTH, "LOADED": int(stage.loaded), "LOAD_W": load_bits,
-            "STACKED": int(stage.stacked), "PRIVATE": int(stage.private),
+            "STACKED": int(stage.stacked), "PRIVATE": int(stage.private), "D": stage.drain_lanes,
+            "STEP_W": stage.drain_steps.bit_length() - 1, "ROWS_W": stage.groups.base_bits,
+            "BIAS_ROWS": stage.bias_rows, "QUIET": int(stage.skips_quiet),
         }  # fmt: skip
     loop = stage.loop
     return common | {
@@ -310,7 +321,8 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
                 "N_OUT": layer.shape.n_out, "BIAS_ROWS": stage.memory("bias").depth, "BEATS": layer.shape.rom_beats,
                 "WEIGHT_BITS": stage.encoding.weight_bits, "SUM_BITS": stage.sum_bits,
                 "PE_SCALE": stage.encoding.pe_scale, "DRAIN_SCALE": stage.encoding.drain_scale, "SHIFT": layer.shift, "LO": layer.lo, "HI": layer.hi,
-                "ROW_DEPTH": stage.memory("unit rows").depth,
+                "ROW_DEPTH": stage.memory("unit rows").depth, "DRAIN_LANES": stage.drain_lanes,
+                "DRAIN_STEPS": stage.drain_steps, "DRAIN_ROWS": stage.drain_rows,
             }  # fmt: skip
             if not stage.private:
                 expected["ENTRY_DEPTH"] = stage.memory("PE entries").depth
@@ -372,11 +384,18 @@ def check_hls_pes(header: str, run: str, stage: StagePlan) -> None:
     kind = "private" if stage.private else "stacked" if stage.stacked else "shared"
     drain = "dense" if stage.last else "words"
     out = "words" if drain == "words" else "out"
+    # a stage that skips quiet vectors: its PEs' flag a vector to its drain (stacked: one process)
+    flag, read = (", quiet", "quiet, ") if stage.skips_quiet else ("", "")
     calls = {
-        "private": ["fpgagen::private_pes<cfg>(entries, acc);", f"fpgagen::drain_{drain}<cfg>(acc, {out});"],
+        "private": [
+            f"fpgagen::private_pes<cfg>(entries, acc{flag});",
+            f"fpgagen::drain_{drain}<cfg>(acc, {read}{out});",
+        ],
         "stacked": [f"fpgagen::pes_then_drain_{drain}<cfg>(entries, {out});"],
-        "shared": ["fpgagen::pes<cfg>(entries, acc);", f"fpgagen::drain_{drain}<cfg>(acc, {out});"],
+        "shared": [f"fpgagen::pes<cfg>(entries, acc{flag});", f"fpgagen::drain_{drain}<cfg>(acc, {read}{out});"],
     }[kind]
+    assert ("hls::stream<bool> quiet;" in run) == (stage.skips_quiet and kind != "stacked"), f"stage {stage.index}"
+    assert f"static const bool SKIPS_QUIET = {'true' if stage.skips_quiet else 'false'};" in cfg, f"stage {stage.index}"
     found = re.findall(r"fpgagen::(?:\w*pes\w*|\w*drain_\w+)<cfg>\([^;]*\);", run)
     assert found == calls, f"stage {stage.index}: {found}"
     partitions = re.findall(r"ARRAY_PARTITION variable=acc type=complete (dim=\d)", run)

@@ -24,6 +24,7 @@ from fpgagen.engine.geometry import (
     LogicShape,
     SlotWord,
     accumulator_bits,
+    bits_for,
     in_lanes,
 )
 from fpgagen.engine.memory import BRAM as BLOCK_RAM
@@ -56,6 +57,7 @@ from fpgagen.schedule.cost_model import (
     L_LOOKUP,
     L_MEMORY,
     L_PASS,
+    L_QUIET,
     L_READER,
     L_SINGLE_CYCLE,
     L_WORDS,
@@ -196,6 +198,65 @@ def test_a_private_stage_has_a_bank_pair_per_pe_of_every_unit_and_no_entry_fifo(
         2 * logic.acc_bits * cost_model.ADDER_LUT_PER_ACC_BIT - cost_model.STAGE_LUT,
         abs=1,  # one stage, not two
     )
+
+
+def test_a_drain_of_fewer_lanes_reads_more_rows_through_fewer_requantizers():
+    cost = hand_cost()
+    # layer a on P = 2: 3 local addresses; a lane a cycle reads 6 rows, then the groups' multiplexer
+    full, one = cost.cycles(0, 2, DATAFLOW, 1), cost.cycles(0, 2, DATAFLOW, 1, drain_lanes=1)
+    assert full.drain == 3 + L_DRAIN + L_WORDS
+    assert one.drain == 6 + L_DRAIN + L_WORDS + cost_model.L_DRAIN_MUX
+    assert one.compute == full.compute
+    # memories: a bias a row (a constant here: every bias is 0), words of one value
+    memories = {m.role: m for m in cost.dataflow_memories(0, 2, 1, drain_lanes=1)}
+    assert memories["bias"].width == cost.shape(0, 2).acc_bits
+    assert memories["drained words"].width == 1 + bits_for(6 - 1) + 1 + 1 + 16
+    # logic: a requantizer (and its share of words and serializer) fewer, a multiplexer a sum bit
+    logic = cost.shape(0, 2).logic(1, drain_lanes=1)
+    assert (logic.lanes, logic.drained, logic.drain_steps) == (2, 1, 2)
+    saved = engine_logic(cost.shape(0, 2).logic(1)).lut - engine_logic(logic).lut
+    assert saved == pytest.approx(cost_model.DRAIN_LANE_LUT - logic.acc_bits * cost_model.DRAIN_MUX_LUTS[2], abs=1)
+    stage = cost.dataflow(0, 2, 1, drain_lanes=1)
+    assert stage.stage == Stage(DATAFLOW, (0,), 2, BRAM, 1, drain_lanes=1)
+    assert cost.stage(stage.stage) == stage
+    # a private stage multiplexes each unit's sums, then adds the D lanes' partial sums
+    private = cost.shape(0, 2).logic(2, private=True, drain_lanes=1)
+    saved = engine_logic(cost.shape(0, 2).logic(2, private=True)).lut - engine_logic(private).lut
+    adder_less_muxes = private.acc_bits * (cost_model.ADDER_LUT_PER_ACC_BIT - 2 * cost_model.DRAIN_MUX_LUTS[2])
+    assert saved == pytest.approx(cost_model.DRAIN_LANE_LUT + adder_less_muxes, abs=1)
+
+
+def test_the_cost_model_drains_as_few_lanes_as_keep_the_stage_as_fast():
+    images = draw_images(64, 16, np.random.default_rng(3)).toarray()
+    gc = quantize(network(64, 3), parse_precision("w8a16"), images)
+    cost = CostModel(gc, BOARD, Activity.from_calibration(gc, images))
+    fastest = cost.cycles(1, 8, DATAFLOW, 2, private=True).overlapped.mean()
+    lanes = cost.drain_lanes(1, 8, 2, True)
+    assert lanes in (2, 4)
+    chosen = cost.cycles(1, 8, DATAFLOW, 2, private=True, drain_lanes=lanes).overlapped.mean()
+    assert chosen <= fastest * (1 + cost_model.DRAIN_LANE_SLACK)
+    if lanes == 4:  # the fewer lanes were slower
+        assert cost.cycles(1, 8, DATAFLOW, 2, private=True, drain_lanes=2).overlapped.mean() > fastest * 1.005
+    assert cost.dataflow(1, 8, 2, private=True, choose_lanes=True).stage.drain_lanes == lanes
+    # the model's last layer drains dense beats of all P
+    assert cost.drain_lanes(2, 8, 2, True) is None
+
+
+def test_a_quiet_vector_drains_its_end_words_alone():
+    model = two_layers()
+    quiet = np.array([[1, 0, 1], [0, 1, 0]], dtype=bool)  # vector 2: row 1 alone, which has no beat
+    activity = Activity((quiet.mean(axis=0), X1.mean(axis=0)), "hand-made", (quiet, X1))
+    cost = CostModel(model, BOARD, activity, relabel=False)
+    full = 3 + L_DRAIN + L_WORDS
+    assert list(cost.cycles(0, 2, DATAFLOW, 1).drains) == [full, L_QUIET]
+    assert cost.cycles(0, 2, DATAFLOW, 1).drain == pytest.approx((full + L_QUIET) / 2)
+    # one expected vector: quiet with the probability that no input with a beat is active
+    expected = CostModel(model, BOARD, Activity((np.array([0.5, 1.0, 0.5]), np.ones(5)), "p"), relabel=False)
+    assert expected.cycles(0, 2, DATAFLOW, 1).drain == pytest.approx(0.25 * L_QUIET + 0.75 * full)
+    # a bias that requantizes to a nonzero output without input: every vector drains every row
+    layers = (replace(model.layers[0], numerics=replace(model.layers[0].numerics, bias_q=np.full(5, 1 << 12))),)
+    biased = CostModel(replace(model, layers=layers + model.layers[1:]), BOARD, activity, relabel=False)
+    assert biased.cycles(0, 2, DATAFLOW, 1).drain == full
 
 
 def test_a_private_stage_of_several_units_is_built_only_where_rows_fill_its_lanes():
@@ -797,9 +858,10 @@ def test_a_bias_table_is_one_constant_row_when_every_bias_is_alike():
     bias = {m.role: m for m in cost.dataflow_memories(0, 2, 1)}["bias"]
     assert (bias.depth, bias.width, bias.kind) == (3, 2 * cost.shape(0, 2).acc_bits, LUTRAM)
     assert price(bias).lut > 0
-    assert cost.shape(0, 2).bias_rows == 3 and hand_cost().shape(0, 2).bias_rows == 1
-    # one local address: a one-row table whatever its values
-    assert cost.shape(0, 8).bias_rows == 1
+    assert cost.shape(0, 2).bias_rows() == 3 and hand_cost().shape(0, 2).bias_rows() == 1
+    # one local address: a one-row table whatever its values, unless the drain takes fewer lanes
+    assert cost.shape(0, 8).bias_rows() == 1 and cost.shape(0, 8).bias_rows(4) == 2
+    assert {m.role: m for m in cost.dataflow_memories(0, 8, 1, drain_lanes=4)}["bias"].depth == 2
 
 
 def test_a_layer_whose_weights_share_few_values_carries_codebook_indices():

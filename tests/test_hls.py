@@ -292,14 +292,82 @@ def test_a_pe_reads_no_fifo_past_its_end_entry(private, tmp_path):
         if private
         else {"banks": "", "pes": "pes", "sum": "acc[0][0]"}
     )
-    probe = PE_PROBE.format(top=f"{design.name}_top", stages=f"{design.name}_stages", **shape)
-    (hls / "pe_probe.cpp").write_text(probe)
-    # compiled by the project's own rule (its flags, warnings as errors), linked alone
-    for step in (["make", "bin/pe_probe.o"], [os.environ.get("CXX", "g++"), "-o", "bin/pe_probe", "bin/pe_probe.o"]):
+    run_probe(hls, "pe_probe", PE_PROBE.format(top=f"{design.name}_top", stages=f"{design.name}_stages", **shape))
+
+
+def run_probe(hls: Path, name: str, source: str) -> None:
+    """Build `source` as hls/<name>.cpp by the project's own rule (its flags, warnings as errors),
+    linked alone, and run it: it exits 0 when what it checks holds."""
+    (hls / f"{name}.cpp").write_text(source)
+    for step in (["make", f"bin/{name}.o"], [os.environ.get("CXX", "g++"), "-o", f"bin/{name}", f"bin/{name}.o"]):
         built = subprocess.run(step, check=False, cwd=hls, capture_output=True, text=True)
         assert built.returncode == 0, built.stdout[-1500:] + built.stderr[-3000:]
-    probe = subprocess.run(["bin/pe_probe"], check=False, cwd=hls, capture_output=True, text=True)
+    probe = subprocess.run([f"bin/{name}"], check=False, cwd=hls, capture_output=True, text=True)
     assert probe.returncode == 0, probe.stdout
+
+
+QUIET_PROBE = """#include "{top}.h"
+#include "weights/stage0.h"  // the drain's bias table
+#include <cstdio>
+typedef {stages}::stage0::cfg cfg;
+// An entry of `x` times weight 1 at local address 0 (x = 0: an end entry).
+static cfg::entry_t entry(int x) {{
+    cfg::entry_t e(x == 0, x);
+    bool valid;
+    e.unpack_slot(static_cast<unsigned long long>(cfg::WEIGHT_BITS > 0 ? 1 : 0), valid);
+    return e;
+}}
+static hls::stream<cfg::entry_t> entries[cfg::UNITS][cfg::PES];
+static hls::stream<bool> quiet;
+static hls::stream<cfg::word_t> words[cfg::UNITS];
+static cfg::acc_t acc{banks}[cfg::PES][cfg::ADDRESSES];
+// One vector's entries: `x` at PE 0 from unit 0 (none when x = 0), then every end entry.
+static bool pes(int x) {{
+    if (x != 0) entries[0][0].write(entry(x));
+    for (int u = 0; u < cfg::UNITS; ++u)
+        for (int p = 0; p < cfg::PES; ++p) entries[u][p].write(entry(0));
+    fpgagen::{pes}<cfg>(entries, acc, quiet);
+    return quiet.read();
+}}
+// The drain of every bank word at `sum`, told the vector is `silent`: its end words, its other words.
+static void drain(long sum, bool silent, int& ends, int& others) {{
+    for (int p = 0; p < cfg::PES; ++p)
+        for (int a = 0; a < cfg::ADDRESSES; ++a) {fill}
+    quiet.write(silent);
+    fpgagen::drain_words<cfg>(acc, quiet, words);
+    ends = others = 0;
+    for (int c = 0; c < cfg::UNITS; ++c)
+        while (words[c].size() != 0) (words[c].read().end ? ends : others) += 1;
+}}
+int main() {{
+    const bool silent = pes(0), heard = pes(3);
+    const long sum = 1L << (cfg::SUM_BITS - 4);  // every output nonzero, the units' sums too
+    int quiet_ends, quiet_others, ends, others;
+    drain(sum, true, quiet_ends, quiet_others);
+    drain(sum, false, ends, others);
+    std::printf("flags %d %d; quiet drain %d end words, %d others; drain %d end words, %d others\\n", silent, heard,
+                quiet_ends, quiet_others, ends, others);
+    return silent && !heard && quiet_ends == cfg::UNITS && quiet_others == 0 && ends == cfg::UNITS && others > 0 ? 0 : 1;
+}}
+"""
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_a_quiet_vector_drains_its_end_words_alone(private, tmp_path):
+    """A stage whose outputs are all zero without input (its biases negative, ReLU) skips quiet
+    vectors: its PEs flag a vector that brought them no entry, and its drain then writes its end
+    words alone, reading no bank (banks full of sums, which the drain told otherwise makes words
+    of). The outputs are the same either way, so the bit-exact runs cannot tell a drain that never
+    skips: this probe can. Shared PEs with 2 of 8 lanes a cycle, and private ones of 2 units."""
+    model = pruned_mlp("quiet", [19, 40, 9], [RELU, NONE], seed=7, density=0.4, quiet=True)
+    first = df(0, 4, 2, private=True, drain_lanes=2) if private else df(0, 8, drain_lanes=2)
+    design = scheduled(model, "w8a16", (first, df(1, 4)), 4, np.ones((1, 19)))
+    hls = compile_design(design, tmp_path / "design", default_inputs(design, 4, seed=3)) / "hls"
+    assert plan_engine(design, load_board("u280")).stages[0].skips_quiet
+    fill = "for (int u = 0; u < cfg::UNITS; ++u) acc[u][p][a] = sum;" if private else "acc[p][a] = sum;"
+    shape = {"banks": "[cfg::UNITS]", "pes": "private_pes"} if private else {"banks": "", "pes": "pes"}
+    probe = QUIET_PROBE.format(top=f"{design.name}_top", stages=f"{design.name}_stages", fill=fill, **shape)
+    run_probe(hls, "quiet_probe", probe)
 
 
 def test_no_state_survives_a_call(mixed_design):
@@ -451,10 +519,13 @@ def test_csim_with_vendor_headers_is_bit_exact(vendor_headers, tmp_path):
     assert_bit_exact(outdir)
 
 
-def test_private_pes_csim_with_vendor_headers_is_bit_exact(vendor_headers, tmp_path):
-    """The private PEs' stages (K = 1, 2, 4; loaded codebook weights, positions only, a dense last
-    stage) built against the vendor's headers: the drain's sums over the units in the vendor's ap_int."""
-    outdir = mlp_design("private_pes", tmp_path / "private_pes")
+@pytest.mark.parametrize("case", ["private_pes", "drain_lanes"])
+def test_mlp_csim_with_vendor_headers_is_bit_exact(case, vendor_headers, tmp_path):
+    """MLPS cases built against the vendor's headers: the private PEs' stages (K = 1, 2, 4; loaded
+    codebook weights, positions only, a dense last stage), the drain's sums over the units in the
+    vendor's ap_int; drain lanes (the groups of PEs picked by the row's bits in the vendor's
+    ap_uint) and quiet vectors (the PEs' flag to the drain)."""
+    outdir = mlp_design(case, tmp_path / case)
     shutil.rmtree(outdir / "hls" / "shim")  # only the vendor's headers can make this build
     assert_bit_exact(outdir)
 

@@ -20,7 +20,7 @@ from fpgagen.manifest import read_manifest
 # one-lane sequential stage, private_pes's units with PEs of their own), Icarus the others. Verilator runs the others' kinds of stage elsewhere
 # by default (sequential_middle in test_rtl_offchip, sequential and stacked Graph Challenge
 # designs in test_performance), so a machine without Icarus still covers them.
-VERILATOR_BY_DEFAULT = {"dataflow_only", "narrow_w4a8", "private_pes", "sequential_end"}
+VERILATOR_BY_DEFAULT = {"dataflow_only", "drain_lanes", "narrow_w4a8", "private_pes", "sequential_end"}
 RUNS = [
     pytest.param(case, *simulator.values, marks=simulator.marks)
     for case in sorted(MLPS)

@@ -58,7 +58,7 @@ def _run_options(cost: CostModel, run: tuple[int, ...], policy: str, pes: int | 
     options = []
     if len(run) == 1 and policy != SEQUENTIAL:
         options += [
-            cost.dataflow(run[0], p, units, loaded, private)
+            cost.dataflow(run[0], p, units, loaded, private, choose_lanes=True)  # its drain lanes: test_cost_model
             for p in DATAFLOW_PES
             if pes in (None, p)
             for units in UNITS

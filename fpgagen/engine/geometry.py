@@ -86,6 +86,11 @@ STRIPES = (1, 2)
 
 MIN_ACC_BITS = 2  # a layer whose sums are all tiny still gets a sign bit and a magnitude bit
 UNITS = (1, 2, 4)  # issue units of a dataflow stage: a block RAM port each, two per copy of its ROMs
+# Groups of PEs a dataflow stage's drain may read in turn, each of drain_lanes = P / steps lanes
+# (docs/engine.md, "Drain lanes"): a power of two, so that the drain's row holds the PEs' address
+# and the group in its bits, and at most 8, whose 8:1 multiplexer before the requantizers is two
+# LUTs and a MUXF7 a bit.
+DRAIN_STEPS = (1, 2, 4, 8)
 
 
 def bits_for(value: int) -> int:
@@ -176,11 +181,22 @@ class LogicShape:
     stacked: bool = False  # the PEs' two banks in one memory: no multiplexers between them
     single_cycle: bool = False  # banks in LUT RAM, no multiplier: the one-cycle read-modify-write
     private: bool = False  # each unit has pes / units PEs of its own, without FIFOs (Stage.private)
+    drain_lanes: int = 0  # what the drain requantizes a cycle (Stage.drain_lanes); 0: all `lanes`
 
     @property
     def lanes(self) -> int:
         """The outputs an address of the drain holds: one per PE, or per PE of a unit when private."""
         return self.pes // self.units if self.private else self.pes
+
+    @property
+    def drained(self) -> int:
+        """The requantizers: lanes the drain takes a cycle."""
+        return self.drain_lanes or self.lanes
+
+    @property
+    def drain_steps(self) -> int:
+        """Groups of PEs the drain reads in turn, through a multiplexer before its requantizers."""
+        return self.lanes // self.drained
 
     @classmethod
     def sized(
@@ -345,21 +361,28 @@ class LayerShape:
         """The PEs' read-modify-write takes one cycle (`single_cycle`)."""
         return single_cycle(self.addresses, self.sum_bits, self.encoding)
 
-    def logic(self, units: int, private: bool = False) -> LogicShape:
+    def logic(self, units: int, private: bool = False, drain_lanes: int | None = None) -> LogicShape:
         """The logic of a dataflow stage running this layer with K issue units, each with P PEs of
-        its own when `private`."""
+        its own when `private`, its drain taking `drain_lanes` a cycle (None: P)."""
         copies = units if private else 1
         logic = LogicShape.sized(
             self.pes * copies, self.fed_pes * copies, units, self.sum_bits, self.local_bits, self.encoding
         )
-        return replace(logic, stacked=self.stacked, single_cycle=self.single_cycle, private=private)
+        drained = 0 if drain_lanes in (None, self.pes) else drain_lanes
+        return replace(
+            logic, stacked=self.stacked, single_cycle=self.single_cycle, private=private, drain_lanes=drained
+        )
 
-    @property
-    def bias_rows(self) -> int:
-        """Rows of a dataflow stage's bias table: one word of P biases per local address, or one
-        word for all when the biases are one value (the drain skips outputs past N_out, so the
-        last address's padding can hold it too)."""
-        return 1 if self.one_bias else self.addresses
+    def drain_rows(self, drain_lanes: int | None = None) -> int:
+        """What a dataflow stage's drain reads per vector: each local address of every group of
+        `drain_lanes` PEs, a row a cycle; row r holds outputs r * drain_lanes onwards."""
+        return self.addresses * (self.pes // (drain_lanes or self.pes))
+
+    def bias_rows(self, drain_lanes: int | None = None) -> int:
+        """Rows of a dataflow stage's bias table: one word of `drain_lanes` biases (None: P) per
+        drain row, or one word for all when the biases are one value (the drain skips outputs past
+        N_out, so the last row's padding can hold it too)."""
+        return 1 if self.one_bias else self.drain_rows(drain_lanes)
 
     @property
     def rom_beats(self) -> int:
@@ -373,6 +396,17 @@ class LayerShape:
     @property
     def count_bits(self) -> int:
         return bits_for(self.max_row_beats)
+
+
+def drain_lane_choices(layer: LayerShape, units: int, last: bool) -> tuple[int, ...]:
+    """The lanes a dataflow stage's drain may take a cycle (DRAIN_STEPS): P / steps, whole groups of
+    the K serializers. The model's last layer drains dense beats of P values, and stacked banks
+    lend the drain one MAC slot an address: both take all P at once."""
+    if last or layer.stacked:
+        return (layer.pes,)
+    return tuple(
+        layer.pes // steps for steps in DRAIN_STEPS if layer.pes % steps == 0 and (layer.pes // steps) % units == 0
+    )
 
 
 def stacked_banks(addresses: int, acc_bits: int) -> bool:
@@ -458,18 +492,20 @@ def dataflow_memories(
     output: Output,
     loaded: bool = False,
     private: bool = False,
+    drain_lanes: int | None = None,
 ) -> list[Memory]:
     """A dataflow stage of K issue units: its row table and weight ROM (a copy per two units), or
-    its `loaded` weights in UltraRAM, bias ROM (a constant when it is one word), the units'
-    activation and row FIFOs, the PEs' FIFOs and banks (or each unit's `private` PEs' banks), and
-    its drain."""
+    its `loaded` weights in UltraRAM, bias ROM (a word of `drain_lanes` biases a drain row, a
+    constant when it is one word), the units' activation and row FIFOs, the PEs' FIFOs and banks
+    (or each unit's `private` PEs' banks), and its drain (`drain_lanes` a cycle; None: P)."""
     pes, copies, ports = layer.pes, rom_copies(units), rom_ports(units)
+    lanes = drain_lanes or pes
     row_bits = layer.start_bits + layer.count_bits
-    bias_bits = pes * layer.acc_bits
-    if layer.bias_rows == 1:
+    bias_bits = lanes * layer.acc_bits
+    if layer.bias_rows(lanes) == 1:
         bias = Memory.constant("bias", bias_bits)
     else:
-        bias = Memory.sized("bias", layer.bias_rows, bias_bits)
+        bias = Memory.sized("bias", layer.bias_rows(lanes), bias_bits)
     return [
         Memory.sized("row table", layer.n_in, row_bits, copies, ports),
         loaded_weights(layer, units)
@@ -490,7 +526,7 @@ def dataflow_memories(
             pe_fifo_depth(layer.max_row_beats),
             private,
         ),
-        *drain_memories(Groups(pes, units, layer.local_bits), output),
+        *drain_memories(Groups(lanes, units, bits_for(layer.drain_rows(lanes) - 1)), output),
     ]
 
 

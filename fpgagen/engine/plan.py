@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import FpgagenError
 from ..ir import DATAFLOW, URAM, Layer, Model
+from ..numerics import requantize
 from ..schedule.boards import Board
 from .encoding import Encoding, encoding_of
 from .geometry import (
@@ -61,6 +62,14 @@ def layer_shape(
         encoding=encoding_of(numerics) if encoding is None else encoding,
         one_bias=bool(np.all(numerics.bias_q == numerics.bias_q[0])),
     )
+
+
+def zero_without_input(layer: Layer) -> bool:
+    """Whether every output of a quantized layer is zero when no input reaches it (its bias alone
+    requantizes to zero: every Graph Challenge layer's), so a vector that puts no entry on the
+    layer's PEs drains no word (docs/engine.md, "Quiet vectors")."""
+    numerics = layer.numerics
+    return not np.any(requantize(numerics.bias_q.astype(np.int64), numerics.shift, numerics.lo_q, numerics.hi_q))
 
 
 def channel(subs: int, length: int, deep: str | None) -> Channel:
@@ -150,6 +159,7 @@ class StagePlan:
     pes: int
     units: int  # issue units: activations taken per cycle; sub-channels of the output channel
     private: bool  # a dataflow stage whose units each have `pes` PEs of their own (Stage.private)
+    drain_lanes: int  # what its drain requantizes a cycle (Stage.drain_lanes): P for a sequential stage
     layers: tuple[LayerPlan, ...]
     input: Channel
     output: Output
@@ -197,9 +207,28 @@ class StagePlan:
         return bits_for(self.addresses - 1)
 
     @property
+    def drain_rows(self) -> int:
+        """What the drain reads per vector, a row a cycle: each local address of each group of
+        `drain_lanes` PEs; row r holds outputs r * drain_lanes onwards."""
+        return self.addresses * (self.pes // self.drain_lanes)
+
+    @property
+    def drain_steps(self) -> int:
+        """The groups of PEs the drain reads in turn at a local address."""
+        return self.pes // self.drain_lanes
+
+    @property
+    def skips_quiet(self) -> bool:
+        """A dataflow stage, not the model's last, whose outputs are all zero without input: a vector
+        that puts no entry on its PEs drains its end words alone (docs/engine.md, "Quiet vectors")."""
+        return not self.sequential and not self.last and zero_without_input(self.layers[0].layer)
+
+    @property
     def groups(self) -> Groups:
-        """How the drain splits an address's P outputs among its serializers."""
-        return Groups(self.pes, self.units, self.local_bits)
+        """How the drain splits a row's outputs among its serializers."""
+        if self.sequential:
+            return Groups(self.pes, self.units, self.local_bits)
+        return Groups(self.drain_lanes, self.units, bits_for(self.drain_rows - 1))
 
     @property
     def rows(self) -> int:
@@ -211,7 +240,7 @@ class StagePlan:
         stage keeps one row when its biases are all one value."""
         if self.sequential:
             return sum(plan.shape.addresses for plan in self.layers)
-        return self.layers[0].shape.bias_rows
+        return self.layers[0].shape.bias_rows(self.drain_lanes)
 
     def memory(self, role: str) -> Memory:
         """The stage's memory that holds `role` (fpgagen.engine.geometry names them)."""
@@ -235,13 +264,17 @@ class StagePlan:
 
     @property
     def bias(self) -> np.ndarray:
-        """(bias_rows, P): the stacked bias tables of the layers."""
-        return np.concatenate([plan.bias for plan in self.layers])[: self.bias_rows]
+        """(bias_rows, drain_lanes): the stacked bias tables of the layers, a drain row each (output
+        a * P + s * D + d at [a * P / D + s, d]: the same numbers in rows of D)."""
+        return self._drain_rows_of(np.concatenate([plan.bias for plan in self.layers]))
 
     @property
     def rounded_bias(self) -> np.ndarray:
-        """(bias_rows, P): the stacked bias tables with each layer's rounding term."""
-        return np.concatenate([plan.rounded_bias for plan in self.layers])[: self.bias_rows]
+        """(bias_rows, drain_lanes): the stacked bias tables with each layer's rounding term."""
+        return self._drain_rows_of(np.concatenate([plan.rounded_bias for plan in self.layers]))
+
+    def _drain_rows_of(self, table: np.ndarray) -> np.ndarray:
+        return table.reshape(-1, self.drain_lanes)[: self.bias_rows]
 
     @property
     def max_burst(self) -> int:
@@ -389,9 +422,9 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
             (plan,) = layer_plans
             shape, loop, loop_depth = plan.shape, None, 0
             memories = dataflow_memories(
-                plan.shape, stage.units, channels[-1].index_bits, output, loaded, stage.private
+                plan.shape, stage.units, channels[-1].index_bits, output, loaded, stage.private, stage.drain_lanes
             )
-            logic = plan.shape.logic(stage.units, stage.private)
+            logic = plan.shape.logic(stage.units, stage.private, stage.drain_lanes)
         stages.append(
             StagePlan(
                 index=number,
@@ -399,6 +432,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
                 pes=stage.pes,
                 units=stage.units,
                 private=stage.private,
+                drain_lanes=stage.drain_lanes or stage.pes,
                 layers=layer_plans,
                 input=channels[-1],
                 output=output,

@@ -193,7 +193,7 @@ def _layers(data: ReportData) -> list[dict]:
                 "nnz": f"{layer['nnz']:,}",
                 "density": f"{layer['density']:.4f}",
                 "mode": layer["mode"],
-                "pes": f"{layer['units']} x {layer['pes']}" if layer.get("private") else layer["pes"],
+                "pes": _pes(layer),
                 "units": layer["units"],
                 "weights": _encoding(layer["encoding"]),
                 "stage": layer["stage"],
@@ -330,3 +330,11 @@ def _figures(data: ReportData, resources_rows: list[dict]) -> dict:
         "sparsity": plots.sparsity_plot(data.model) if data.model is not None else None,
     }
     return figures
+
+
+def _pes(layer: dict) -> str:
+    """A layer's PEs as the report shows them: K x P when private, and the drain's lanes when it
+    takes fewer than P a cycle (both absent from manifests written before them)."""
+    pes = f"{layer['units']} x {layer['pes']}" if layer.get("private") else str(layer["pes"])
+    lanes = layer.get("drain_lanes")
+    return f"{pes}, drain {lanes}" if lanes else pes

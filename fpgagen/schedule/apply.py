@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engine.geometry import MAX_PORT_BITS, OFFCHIP_SLOT_WIDTHS, STRIPES, UNITS, SequentialShape, load_port_bits
+from ..engine.geometry import (
+    MAX_PORT_BITS,
+    OFFCHIP_SLOT_WIDTHS,
+    STRIPES,
+    UNITS,
+    SequentialShape,
+    drain_lane_choices,
+    load_port_bits,
+)
 from ..engine.plan import layer_shape
 from ..errors import FpgagenError
 from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, LayerSchedule, Model, Schedule
@@ -35,7 +43,9 @@ def apply_schedule(model: Model, schedule: Schedule) -> Model:
         for index in stage.layers:
             layers[index] = replace(
                 layers[index],
-                schedule=LayerSchedule(stage.mode, stage.pes, number, stage.weight_memory, stage.units, stage.private),
+                schedule=LayerSchedule(
+                    stage.mode, stage.pes, number, stage.weight_memory, stage.units, stage.private, stage.drain_lanes
+                ),
             )
     return replace(model, layers=tuple(layers), schedule=schedule)
 
@@ -58,6 +68,16 @@ def _check_stage(model: Model, number: int, stage) -> None:
                 f"{where}: private PEs take an entry every cycle, but this layer's banks are stacked in one "
                 "block RAM, whose port the drain shares: give the stage more PEs or shared ones"
             )
+        if stage.drain_lanes is not None:
+            shape = layer_shape(model.layers[stage.layers[0]], stage.pes)
+            last = stage.layers[0] == len(model.layers) - 1
+            choices = drain_lane_choices(shape, stage.units, last)
+            if stage.drain_lanes not in choices:
+                raise FpgagenError(
+                    f"{where}: a drain of {stage.drain_lanes} lanes; this stage's takes one of {choices} (P / 2^k, "
+                    "a multiple of its units; all P for the model's last layer, whose beats are P wide, and for "
+                    "stacked banks)"
+                )
         if stage.weight_memory not in (BRAM, URAM):
             raise FpgagenError(
                 f"{where}: dataflow weights live in a ROM ({BRAM}) or in UltraRAM that the load phase fills "
@@ -80,6 +100,8 @@ def _check_stage(model: Model, number: int, stage) -> None:
             raise FpgagenError(f"{where}: a sequential stage has one issue unit, not {stage.units}")
         if stage.private:
             raise FpgagenError(f"{where}: a sequential stage's PEs are fed by its one memory port: none is private")
+        if stage.drain_lanes not in (None, stage.pes):
+            raise FpgagenError(f"{where}: a sequential stage's drain takes all {stage.pes} lanes at once")
         if stage.channels not in STRIPES or stage.channels > stage.pes:
             raise FpgagenError(
                 f"{where}: striped over {stage.channels} memory channels; a sequential stage takes one of "

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..engine.encoding import Encoding, encoding_of
 from ..engine.geometry import (
+    DRAIN_STEPS,
     MAX_BURSTS,
     MEMORY_LATENCY,
     OFFCHIP_SLOT_WIDTHS,
@@ -32,6 +33,7 @@ from ..engine.geometry import (
     bits_for,
     ceil_div,
     dataflow_memories,
+    drain_lane_choices,
     in_lanes,
     load_port_bits,
     loadable,
@@ -53,7 +55,7 @@ from ..engine.memory import (
     Memory,
 )
 from ..engine.memory import URAM as ULTRA_RAM
-from ..engine.plan import layer_shape, reader_channel, stage_output
+from ..engine.plan import layer_shape, reader_channel, stage_output, zero_without_input
 from ..errors import FpgagenError
 from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, Layer, Model, Stage
 from .activity import Activity
@@ -83,6 +85,13 @@ L_PASS = 6
 L_MEMORY = 8
 L_READER = 4
 L_LOOKUP = 6
+# A quiet vector's drain (docs/engine.md, "Quiet vectors"): the end words' two registers, no row read.
+L_QUIET = 2
+# The groups' multiplexer before the requantizers when the drain takes fewer lanes than P (a
+# register: one cycle more), and the cost model's choice of drain lanes: the fewest whose stage
+# holds each vector, on average, at most this much longer than with all P (CostModel.drain_lanes).
+L_DRAIN_MUX = 1
+DRAIN_LANE_SLACK = 0.005
 
 # Logic (docs/cost-model.md, "Resources"), as the engine description sizes it (LogicShape): per PE,
 # all P of them, linear in the accumulator width (multiply, accumulate with forwarding, requantize,
@@ -144,6 +153,16 @@ PRIVATE_LANE_USE = 0.85
 # A private stage's drain adds its units' sums (docs/engine.md, "Private PEs"): K - 1 adders a lane,
 # each a LUT a sum bit with its carry chain, and the register after it. Counted, not fitted.
 ADDER_LUT_PER_ACC_BIT, ADDER_FF_PER_ACC_BIT = 1.0, 1.0
+# A drain of D lanes instead of all of them (docs/engine.md, "Drain lanes") keeps D requantizers,
+# and a private stage D adders a unit; its serializers take D / K values a word. Each lane it does
+# not drain saves its requantizer and its share of the word and serializer logic (the fitted
+# per-PE terms hold one of each a lane): measured, not fitted, as the difference Yosys sees on
+# Graph Challenge 1024 x 3 at P = 32, K = 2, private, between all 32 lanes and 8 on the first two
+# stages (32,167 -> 29,573 LUTs, 29,919 -> 23,811 FFs, both at 6 LUT levels), less the adders and
+# multiplexers, counted apart, and the word FIFOs' memory, priced apart. The multiplexer takes the
+# STEPS groups' sums a lane, a LUT6 a bit up to 4:1, two and a MUXF7 for 8:1 (fg_select.v).
+DRAIN_LANE_LUT, DRAIN_LANE_FF = 36.7, 119.9
+DRAIN_MUX_LUTS = {1: 0, 2: 1, 4: 1, 8: 2}
 # passes of the activity's sample through the tandem line (CostModel.design_interval)
 TANDEM_PASSES = 4
 # Vectors a stage finishes ahead of the next through a deep channel (CostModel.design_interval):
@@ -291,7 +310,10 @@ def engine_logic(logic: LogicShape) -> Resources:
     stacked = logic.pes * logic.acc_bits if logic.stacked else 0  # measured, not fitted
     single = logic.pes * logic.acc_bits if logic.single_cycle else 0  # measured, not fitted
     oldest_first = logic.pes if logic.units > 1 and not logic.private else 0  # measured, not fitted
-    added = (logic.pes - logic.lanes) * logic.acc_bits  # a private drain's adders: counted, not fitted
+    copies = logic.pes // logic.lanes  # the units of a private stage, whose sums the drain adds
+    added = (copies - 1) * logic.drained * logic.acc_bits  # a private drain's adders: counted, not fitted
+    mux_bits = copies * logic.drained * logic.acc_bits if logic.drain_steps > 1 else 0  # counted, registered
+    undrained = logic.lanes - logic.drained  # measured, not fitted
     private = logic.pes if logic.private else 0  # measured, not fitted
     return Resources(
         dsp=logic.multipliers,
@@ -302,7 +324,9 @@ def engine_logic(logic: LogicShape) -> Resources:
             + oldest_first * OLDEST_FIRST_LUT_PER_PE
             + added * ADDER_LUT_PER_ACC_BIT
             + private * PRIVATE_PE_LUT
+            - undrained * DRAIN_LANE_LUT
         )
+        + mux_bits * DRAIN_MUX_LUTS[logic.drain_steps]
         + lookups
         + stripes * CHANNEL_LUT,
         ff=round(
@@ -312,6 +336,8 @@ def engine_logic(logic: LogicShape) -> Resources:
             + oldest_first * OLDEST_FIRST_FF_PER_PE
             + added * ADDER_FF_PER_ACC_BIT
             + private * PRIVATE_PE_FF
+            - undrained * DRAIN_LANE_FF
+            + mux_bits
         )
         + stripes * CHANNEL_FF,
     )
@@ -323,7 +349,8 @@ READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
 def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
     """The LUTs of the least PE the engine can build for a layer (the roofline's unit of MACs): a
     private PE (no entry FIFO) of one local address, two one-word banks of LUT RAM, and its issue
-    path; no share of any unit or stage."""
+    path; its share of a drain lane where the fewest lanes drain the most PEs (DRAIN_STEPS); no share
+    of any unit or stage."""
     shape = LogicShape.sized(1, 1, 1, sum_bits(acc_bits, encoding), 1, encoding)
     shape = replace(shape, single_cycle=not encoding.multiplies, private=True)
     banks = 2 * lutram_luts(1, shape.acc_bits)
@@ -333,6 +360,7 @@ def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
         sum(count * constant for count, constant in zip(per_pe, LUT_PER_TERM))
         - single
         + PRIVATE_PE_LUT
+        - DRAIN_LANE_LUT * (1 - 1 / DRAIN_STEPS[-1])  # the per-PE terms hold a whole drain lane
         + banks
         + shape.lookup_luts
     )
@@ -352,6 +380,9 @@ class LayerCycles:
     # a sequential layer, per vector: its compute's cycles after its last input is looked up (the
     # read's latency, or the end item's lookup when it reads nothing)
     tails: np.ndarray = field(default_factory=lambda: np.zeros(1), compare=False, repr=False)
+    # a dataflow layer's drain per vector, where quiet vectors drain their end words alone
+    # (`drain` is their mean); None: `drain` for every vector
+    drains: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def occupancy(self) -> float:
@@ -362,7 +393,8 @@ class LayerCycles:
     def overlapped(self) -> np.ndarray:
         """Per vector, how long a dataflow layer holds its stage: compute and the drain of the
         vector before overlap (the two accumulator banks ping-pong)."""
-        return np.maximum(self.computes, np.maximum(self.drain, self.outputs))
+        drains = self.drain if self.drains is None else self.drains
+        return np.maximum(self.computes, np.maximum(drains, self.outputs))
 
     @property
     def held(self) -> np.ndarray:
@@ -765,51 +797,42 @@ class CostModel:
         slot_width: int | None = None,
         channels: int = 1,
         private: bool = False,
+        drain_lanes: int | None = None,
     ) -> LayerCycles:
         """Layer `index` on P PEs and K issue units in `mode` (docs/cost-model.md, "Cycles"), each
-        unit with P PEs of its own when `private`; a sequential layer's beats in off-chip slots of
-        `slot_width` bits, its stage's (by default the layer's own, as in a stage of its own),
-        striped over `channels` memory channels."""
+        unit with P PEs of its own when `private`, a dataflow drain taking `drain_lanes` a cycle
+        (None: P); a sequential layer's beats in off-chip slots of `slot_width` bits, its stage's (by
+        default the layer's own, as in a stage of its own), striped over `channels` memory channels."""
         if mode == DATAFLOW:
             slot_width, channels = 0, 1
         elif slot_width is None:
             slot_width = SequentialShape.of(pes, [self.shape(index, pes)]).slot.width
-        key = (index, pes, mode, units, slot_width, channels, private)
+        drain_lanes = drain_lanes or pes
+        key = (index, pes, mode, units, slot_width, channels, private, drain_lanes)
         if key not in self._cycles:
-            self._cycles[key] = self._layer_cycles(index, pes, mode, units, slot_width, channels, private)
+            self._cycles[key] = self._layer_cycles(index, pes, mode, units, slot_width, channels, private, drain_lanes)
         return self._cycles[key]
 
     def _layer_cycles(
-        self, index: int, pes: int, mode: str, units: int, slot_width: int, channels: int, private: bool
+        self,
+        index: int,
+        pes: int,
+        mode: str,
+        units: int,
+        slot_width: int,
+        channels: int,
+        private: bool,
+        drain_lanes: int,
     ) -> LayerCycles:
         placement = self.placement(index, pes)
         inputs = self.activity.inputs(index)
         addresses = ceil_div(self.layers[index].out_features, pes)
         drain = addresses + L_DRAIN + (0 if self.is_last(index) else L_WORDS)
-        output = self._output_per_vector(index, pes, units)
-        if mode == DATAFLOW and private:
-            # a private PE takes at most an entry a beat of its own unit: only the units limit, and
-            # the drain's adder tree takes a cycle a level (docs/engine.md, "Private PEs")
-            compute = self._busiest_unit(index, pes, units) + compute_latency(self.shape(index, pes).single_cycle)
-            levels = adder_levels(units)
-            return LayerCycles(
-                float(compute.mean()),
-                drain + levels,
-                float(output.mean()) + levels,
-                COMPUTE_BOUND,
-                compute,
-                output + levels,
-            )
         if mode == DATAFLOW:
-            issue = self._busiest_unit(index, pes, units)
-            pes_busy = self._busiest_pe(index, pes)
-            shape = self.shape(index, pes)
-            if shape.stacked:
-                # the drain of the vector before reads in slots of the MAC pipeline: a cycle an
-                # address at every PE, and its outputs a cycle later (docs/engine.md, "Stacked banks")
-                pes_busy, drain = pes_busy + addresses, drain + 1
-            compute = np.maximum(issue, pes_busy) + compute_latency(shape.single_cycle)
-            return LayerCycles(float(compute.mean()), drain, float(output.mean()), COMPUTE_BOUND, compute, output)
+            return self._dataflow_cycles(index, pes, units, private, drain_lanes)
+        # a sequential layer: one activation a cycle looked up, one beat a cycle taken, the beats
+        # brought over the memory port
+        output = self._output_per_vector(index, pes, units)
         # a sequential layer: one activation a cycle looked up, one beat a cycle taken, the beats
         # brought over the memory port
         beats = inputs.rows @ placement.beats
@@ -821,6 +844,53 @@ class CostModel:
         tails = np.where(reads > 0, sequential_latency(self.shape(index, pes).single_cycle), L_LOOKUP)
         compute = np.maximum(work, memory) + tails
         return LayerCycles(float(compute.mean()), drain, float(output.mean()), bound, compute, output, tails)
+
+    def _dataflow_cycles(self, index: int, pes: int, units: int, private: bool, drain_lanes: int) -> LayerCycles:
+        shape = self.shape(index, pes)
+        steps = pes // drain_lanes
+        # a row a cycle, each local address of each group of D PEs, then the groups' multiplexer
+        # (docs/engine.md, "Drain lanes") and a private stage's adder tree, a cycle a level
+        delay = (L_DRAIN_MUX if steps > 1 else 0) + (adder_levels(units) if private else 0)
+        drain = shape.drain_rows(drain_lanes) + L_DRAIN + (0 if self.is_last(index) else L_WORDS) + delay
+        output = self._output_per_vector(index, pes, units, drain_lanes) + delay
+        if private:
+            # a private PE takes at most an entry a beat of its own unit: only the units limit
+            # (docs/engine.md, "Private PEs")
+            compute = self._busiest_unit(index, pes, units) + compute_latency(shape.single_cycle)
+        else:
+            issue = self._busiest_unit(index, pes, units)
+            pes_busy = self._busiest_pe(index, pes)
+            if shape.stacked:
+                # the drain of the vector before reads in slots of the MAC pipeline: a cycle an
+                # address at every PE, and its outputs a cycle later (docs/engine.md, "Stacked banks")
+                pes_busy, drain = pes_busy + shape.addresses, drain + 1
+            compute = np.maximum(issue, pes_busy) + compute_latency(shape.single_cycle)
+        drains = self._drains(index, pes, drain)
+        return LayerCycles(
+            float(compute.mean()),
+            float(drains.mean()),
+            float(output.mean()),
+            COMPUTE_BOUND,
+            compute,
+            output,
+            drains=drains,
+        )
+
+    def _drains(self, index: int, pes: int, drain: float) -> np.ndarray:
+        """Per vector, a dataflow drain of `drain` cycles, or L_QUIET for a quiet vector: one whose
+        active inputs have no beat at all, at a layer whose outputs are then all zero (docs/engine.md,
+        "Quiet vectors"); measured vectors are quiet or not, one expected vector quiet with the
+        probability that none of the inputs with beats is active."""
+        if self.is_last(index) or not zero_without_input(self.layers[index]):
+            return np.array([drain])
+        inputs = self.activity.inputs(index)
+        has_beats = self.placement(index, pes).beats > 0
+        if inputs.measured:
+            quiet = (inputs.rows @ has_beats) == 0
+            return np.where(quiet, float(L_QUIET), drain)
+        with np.errstate(divide="ignore"):  # an input that is always active: never quiet
+            quiet = float(np.exp(np.log1p(-inputs.rows[0][has_beats]).sum()))
+        return np.array([quiet * L_QUIET + (1.0 - quiet) * drain])
 
     def memory_cycles(self, beats: np.ndarray, reads: np.ndarray, beat_bytes: int, channels: int = 1) -> np.ndarray:
         """Cycles to bring `beats` beats of `beat_bytes` bytes, striped over `channels` memory
@@ -868,17 +938,20 @@ class CostModel:
             self._pe_busy[key] = pe_cycles(self.activity.inputs(index), self.placement(index, pes).counts)
         return self._pe_busy[key]
 
-    def _output_per_vector(self, index: int, pes: int, groups: int) -> np.ndarray:
+    def _output_per_vector(self, index: int, pes: int, groups: int, drain_lanes: int | None = None) -> np.ndarray:
         """The drain's serializers per vector: each of `groups` emits the nonzero outputs of its
-        P / groups PEs, one a cycle (0 for the model's last layer, which drains dense beats)."""
+        drain_lanes / groups lanes of each drain row (None: P), one a cycle (0 for the model's last
+        layer, which drains dense beats)."""
         if self.is_last(index):
             return np.zeros(1)
-        key = (index, pes, groups)
+        lanes = drain_lanes or pes
+        key = (index, pes, groups, lanes)
         if key not in self._outputs:
             placement = self.placement(index, pes)
-            address = np.arange(self.layers[index].out_features) // pes
-            group = placement.pe // (pes // groups)
-            emitted = serializer_cycles(self.activity.inputs(index + 1), address, group, groups, empty_words=False)
+            # output j on lane pe[j] at local address j // P: drain row address * P / D + pe[j] // D
+            row = np.arange(self.layers[index].out_features) // pes * (pes // lanes) + placement.pe // lanes
+            group = placement.pe % lanes // (lanes // groups)
+            emitted = serializer_cycles(self.activity.inputs(index + 1), row, group, groups, empty_words=False)
             self._outputs[key] = emitted + L_DRAIN + L_WORDS
         return self._outputs[key]
 
@@ -906,14 +979,21 @@ class CostModel:
     # Dataflow stages ---------------------------------------------------------------------------
 
     def dataflow_memories(
-        self, index: int, pes: int, units: int, loaded: bool = False, deep: str | None = None, private: bool = False
+        self,
+        index: int,
+        pes: int,
+        units: int,
+        loaded: bool = False,
+        deep: str | None = None,
+        private: bool = False,
+        drain_lanes: int | None = None,
     ) -> list[Memory]:
         """Every memory of a dataflow stage running layer `index` on P PEs and K units (each with P
-        PEs of its own when `private`), its weights `loaded` into UltraRAM or in a ROM, its output
-        channel `deep` or shallow (fpgagen.engine)."""
+        PEs of its own when `private`), its weights `loaded` into UltraRAM or in a ROM, its drain
+        taking `drain_lanes` a cycle (None: P), its output channel `deep` or shallow (fpgagen.engine)."""
         shape = self.shape(index, pes)
         output = stage_output(self.model, index, pes, units, deep)
-        return dataflow_memories(shape, units, bits_for(shape.n_in - 1), output, loaded, private)
+        return dataflow_memories(shape, units, bits_for(shape.n_in - 1), output, loaded, private, drain_lanes)
 
     def loadable(self, index: int, pes: int) -> bool:
         """Whether the board lets a dataflow stage of layer `index` on P PEs load its weights into
@@ -929,16 +1009,42 @@ class CostModel:
         rate = min(1.0, self.board.bytes_per_cycle / (beat_bits // 8))
         return shape.rom_beats / rate, Resources(ff=beat_bits + 2 + bits_for(shape.rom_beats))
 
-    def dataflow(self, index: int, pes: int, units: int = 1, loaded: bool = False, private: bool = False) -> StageCost:
+    def drain_lanes(self, index: int, pes: int, units: int, private: bool) -> int | None:
+        """The fewest lanes a cycle (drain_lane_choices) with which layer `index`'s drain keeps the
+        stage as fast as with all P, within DRAIN_LANE_SLACK per vector on average: each lane fewer
+        is a requantizer fewer (docs/engine.md, "Drain lanes"). None: all P."""
+        choices = drain_lane_choices(self.shape(index, pes), units, self.is_last(index))
+        fastest = float(self.cycles(index, pes, DATAFLOW, units, private=private).overlapped.mean())
+        for lanes in sorted(choices):
+            held = float(self.cycles(index, pes, DATAFLOW, units, private=private, drain_lanes=lanes).overlapped.mean())
+            if held <= fastest * (1.0 + DRAIN_LANE_SLACK):
+                return None if lanes == pes else lanes
+        return None
+
+    def dataflow(
+        self,
+        index: int,
+        pes: int,
+        units: int = 1,
+        loaded: bool = False,
+        private: bool = False,
+        drain_lanes: int | None = None,
+        choose_lanes: bool = False,
+    ) -> StageCost:
         """A dataflow stage; `loaded`: its weights in UltraRAM, filled by the load phase at a batch's
         start, which the stages share one after the other (so their load cycles add up in the
-        latency, as the stages' latencies do); `private`: each unit with P PEs of its own."""
-        cycles = self.cycles(index, pes, DATAFLOW, units, private=private)
-        logic = engine_logic(self.shape(index, pes).logic(units, private))
+        latency, as the stages' latencies do); `private`: each unit with P PEs of its own; its drain
+        taking `drain_lanes` a cycle (None: P), or with `choose_lanes` the cost model's choice."""
+        if choose_lanes:
+            drain_lanes = self.drain_lanes(index, pes, units, private)
+        cycles = self.cycles(index, pes, DATAFLOW, units, private=private, drain_lanes=drain_lanes)
+        logic = engine_logic(self.shape(index, pes).logic(units, private, drain_lanes))
         load_cycles, load_registers = self.load(index, pes) if loaded else (0.0, Resources())
-        memories = self.dataflow_memories(index, pes, units, loaded, private=private)
+        memories = self.dataflow_memories(index, pes, units, loaded, private=private, drain_lanes=drain_lanes)
         return StageCost(
-            stage=Stage(DATAFLOW, (index,), pes, URAM if loaded else BRAM, units, private=private),
+            stage=Stage(
+                DATAFLOW, (index,), pes, URAM if loaded else BRAM, units, private=private, drain_lanes=drain_lanes
+            ),
             interval=max(cycles.compute, cycles.occupancy),  # the two accumulator banks ping-pong
             latency=cycles.compute + cycles.occupancy,
             resources=total(memories) + logic + load_registers,
@@ -1048,7 +1154,13 @@ class CostModel:
     def intake(self, stage: Stage) -> np.ndarray:
         """Per vector, the cycles a dataflow stage takes its input items in: its units take them as
         they issue their rows."""
-        return self.cycles(stage.layers[0], stage.pes, DATAFLOW, stage.units, private=stage.private).computes
+        return self.dataflow_cycles(stage).computes
+
+    def dataflow_cycles(self, stage: Stage) -> LayerCycles:
+        """The cycles of a dataflow `stage`'s layer, as the stage is built."""
+        return self.cycles(
+            stage.layers[0], stage.pes, DATAFLOW, stage.units, private=stage.private, drain_lanes=stage.drain_lanes
+        )
 
     def throttle(self, stage: Stage, consumer: Stage | None, deep_channels: str | None) -> np.ndarray | None:
         """The `intake` of `stage`'s passes when its outputs go to a dataflow `consumer` through a
@@ -1075,7 +1187,7 @@ class CostModel:
     def logic(self, stage: Stage) -> LogicShape:
         """What the logic of `stage` is sized by, as the cost model prices it."""
         if stage.mode == DATAFLOW:
-            return self.shape(stage.layers[0], stage.pes).logic(stage.units, stage.private)
+            return self.shape(stage.layers[0], stage.pes).logic(stage.units, stage.private, stage.drain_lanes)
         return self.sequential_shape(stage.layers[0], stage.layers[-1], stage.pes, stage.channels).logic()
 
     def sequential(self, first: int, last: int, pes: int, channels: int = 1) -> StageCost:
@@ -1092,7 +1204,9 @@ class CostModel:
 
     def stage(self, stage: Stage) -> StageCost:
         if stage.mode == DATAFLOW:
-            return self.dataflow(stage.layers[0], stage.pes, stage.units, stage.weight_memory == URAM, stage.private)
+            return self.dataflow(
+                stage.layers[0], stage.pes, stage.units, stage.weight_memory == URAM, stage.private, stage.drain_lanes
+            )
         return self.sequential(stage.layers[0], stage.layers[-1], stage.pes, stage.channels)
 
     # Whole designs -----------------------------------------------------------------------------
@@ -1159,7 +1273,7 @@ class CostModel:
             if deep_channels:
                 cost = replace(cost, resources=cost.resources + self.output_deepening(stage, deep_channels))
             if stage.mode == DATAFLOW:
-                cycles = [self.cycles(stage.layers[0], stage.pes, DATAFLOW, stage.units, private=stage.private)]
+                cycles = [self.dataflow_cycles(stage)]
             else:
                 consumer = stages[number + 1] if number + 1 < len(stages) else None
                 intake = self.throttle(stage, consumer, deep_channels)

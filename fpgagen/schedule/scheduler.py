@@ -243,7 +243,7 @@ class Candidates:
         self.sequential_pes = [p for p in SEQUENTIAL_PES if pes in (None, p)] if policy != DATAFLOW else []
         dataflow_pes = [p for p in DATAFLOW_PES if pes in (None, p)] if policy != SEQUENTIAL else []
         self.dataflow = [
-            cost.dataflow(index, p, units, loaded, private)
+            cost.dataflow(index, p, units, loaded, private, choose_lanes=True)
             for index in range(len(cost.layers))
             for p in dataflow_pes
             for units in UNITS

@@ -460,10 +460,12 @@ inline auto weigh(const Entry& e, std::true_type) -> decltype(e.x * Cfg::codeboo
 // has had K end entries. A FIFO is not read past its end entry: in the DATAFLOW region a unit may
 // already be issuing the next vector, whose entries belong to the next call (the RTL's PE takes
 // the oldest vector's entries first). `acc` is this vector's bank: a PIPO buffer, so the drain of
-// one vector overlaps the compute of the next (the RTL's two banks).
+// one vector overlaps the compute of the next (the RTL's two banks). Returns whether an entry
+// (an end entry aside) reached a PE: what a stage that skips quiet vectors drains by.
 template <class Cfg>
-void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
-         typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES]) {
+inline bool shared_pe_sums(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
+                           typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES]) {
+#pragma HLS INLINE
     typedef typename Cfg::entry_t entry_t;
     clear_banks<Cfg>(acc);
     history<Cfg::SUM_BITS, Cfg::LOCAL_BITS> h[Cfg::PES];
@@ -480,6 +482,7 @@ void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
             ended[p][u] = false;
         }
     }
+    bool reached = false;
     for (bool done = false; !done;) {
 #pragma HLS PIPELINE II=1
 #pragma HLS DEPENDENCE variable=acc type=inter direction=RAW dependent=false
@@ -497,9 +500,25 @@ void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
                 whole = whole && ended[p][u];  // FIFO u is final for this cycle: only u sets it
             }
             accumulate<Cfg::ADDRESSES>(acc[p], h[p], got && !next.end, next.local, weigh<Cfg>(next, std::integral_constant<bool, Cfg::INDEXED>()));
+            reached = reached || (got && !next.end);
         }
         done = whole;
     }
+    return reached;
+}
+
+template <class Cfg>
+void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
+         typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES]) {
+    shared_pe_sums<Cfg>(entries, acc);
+}
+
+// The PEs of a stage that skips quiet vectors (StagePlan.skips_quiet) also tell its drain, a flag
+// a vector, that no entry reached them (`quiet`: the drain then reads no bank, as fg_stage.v's).
+template <class Cfg>
+void pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
+         typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], hls::stream<bool>& quiet) {
+    quiet.write(!shared_pe_sums<Cfg>(entries, acc));
 }
 
 // Private PEs (docs/engine.md, "Private PEs"): each of the K issue units has P PEs of its own, PE
@@ -528,9 +547,11 @@ void clear_private_banks(typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDR
 // addresses, as a shared PE's): a partial sum over the activations dealt to unit u. The vector is
 // whole when every PE has had its end entry; a stream is not read past it (the next vector's
 // entries belong to the next call, as in `pes`). `acc` is this vector's banks: a PIPO buffer.
+// Returns whether an entry (an end entry aside) reached a PE, as `shared_pe_sums`.
 template <class Cfg>
-void private_pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
-                 typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDRESSES]) {
+inline bool private_pe_sums(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
+                            typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDRESSES]) {
+#pragma HLS INLINE
     typedef typename Cfg::entry_t entry_t;
     clear_private_banks<Cfg>(acc);
     history<Cfg::SUM_BITS, Cfg::LOCAL_BITS> h[Cfg::UNITS][Cfg::PES];
@@ -547,6 +568,7 @@ void private_pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::
             ended[u][p] = false;
         }
     }
+    bool reached = false;
     for (bool done = false; !done;) {
 #pragma HLS PIPELINE II=1
 #pragma HLS DEPENDENCE variable=acc type=inter direction=RAW dependent=false
@@ -563,18 +585,33 @@ void private_pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::
                 whole = whole && ended[u][p];
                 accumulate<Cfg::ADDRESSES>(acc[u][p], h[u][p], got && !next.end, next.local,
                                            weigh<Cfg>(next, std::integral_constant<bool, Cfg::INDEXED>()));
+                reached = reached || (got && !next.end);
             }
         }
         done = whole;
     }
+    return reached;
 }
 
-// The bias of output a * P + p of a dataflow layer: its table's row a, or its one row when every
-// output's bias is one value (a constant, no ROM).
 template <class Cfg>
-inline typename Cfg::bias_t bias_of(int a, int p) {
+void private_pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
+                 typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDRESSES]) {
+    private_pe_sums<Cfg>(entries, acc);
+}
+
+// ... and with the flag a vector of a stage that skips quiet vectors, as `pes`.
+template <class Cfg>
+void private_pes(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
+                 typename Cfg::acc_t acc[Cfg::UNITS][Cfg::PES][Cfg::ADDRESSES], hls::stream<bool>& quiet) {
+    quiet.write(!private_pe_sums<Cfg>(entries, acc));
+}
+
+// The bias of lane d of drain row r of a dataflow layer (output r * DRAIN_LANES + d): its table's
+// row r, or its one row when every output's bias is one value (a constant, no ROM).
+template <class Cfg>
+inline typename Cfg::bias_t bias_of(int r, int d) {
 #pragma HLS INLINE
-    return Cfg::bias[Cfg::BIAS_ROWS == 1 ? 0 : a][p];
+    return Cfg::bias[Cfg::BIAS_ROWS == 1 ? 0 : r][d];
 }
 
 // Lane p's sum at local address a, as the drain reads it: a shared PE's bank word, or private PEs'
@@ -598,38 +635,58 @@ inline typename Cfg::acc_t lane_sum(const typename Cfg::acc_t acc[Cfg::UNITS][Cf
     return sum;
 }
 
-// The drain (fg_stage.v): one local address of every PE a cycle (`Banks`: shared PEs' banks, or
-// private PEs' per unit, whose sums lane_sum adds), bias and requantization, the outputs that
-// exist (all but past N_OUT at the last address) into the groups' words (a group without a nonzero
-// output writes none), then an end word per group.
+// The drain (fg_stage.v): a drain row a cycle (`Banks`: shared PEs' banks, or private PEs' per
+// unit, whose sums lane_sum adds), then an end word per group. Row r is local address
+// r / DRAIN_STEPS of group r % DRAIN_STEPS of DRAIN_LANES PEs: its lane d is PE
+// (r % DRAIN_STEPS) * DRAIN_LANES + d, output r * DRAIN_LANES + d (DRAIN_STEPS is a power of two:
+// the row's low bits pick each lane's PE, a DRAIN_STEPS:1 multiplexer before its requantizer). The
+// row's outputs that exist (none past N_OUT) go into the groups' words, group c lanes c * GROUP
+// onwards (a group without a nonzero output writes none). A `quiet` vector (of a stage that skips
+// them: no entry reached a PE, so every output is zero) writes its end words alone and reads no
+// bank. The PEs clear a bank before they add to it (`clear_banks`), not the drain, so a bank the
+// drain skipped is as clear for its next vector as one it read.
 template <class Cfg, class Banks>
-void drain_words(const Banks& acc, hls::stream<typename Cfg::word_t> (&words)[Cfg::UNITS]) {
-    const int P = Cfg::PES, G = Cfg::GROUP;
-    for (int a = 0; a <= Cfg::ADDRESSES; ++a) {
+inline void drain_rows(const Banks& acc, bool quiet, hls::stream<typename Cfg::word_t> (&words)[Cfg::UNITS]) {
+#pragma HLS INLINE
+    const int D = Cfg::DRAIN_LANES, G = Cfg::GROUP;
+    const int rows = quiet ? 0 : Cfg::DRAIN_ROWS;
+    for (int r = 0; r <= rows; ++r) {
 #pragma HLS PIPELINE II=1
-        if (a == Cfg::ADDRESSES) {
+        if (r == rows) {
             for (int c = 0; c < Cfg::UNITS; ++c) {
 #pragma HLS UNROLL
                 words[c].write(end_word<typename Cfg::word_t, G>());
             }
         } else {
-            act_t y[P];
-            bool exists[P];
+            const int a = r / Cfg::DRAIN_STEPS, first = (r % Cfg::DRAIN_STEPS) * D;  // the row's address, its group's PE 0
+            act_t y[D];
+            bool exists[D];
 #pragma HLS ARRAY_PARTITION variable=y type=complete dim=1
 #pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
-            for (int p = 0; p < P; ++p) {
+            for (int d = 0; d < D; ++d) {
 #pragma HLS UNROLL
-                exists[p] = a * P + p < Cfg::N_OUT;
-                y[p] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(lane_sum<Cfg>(acc, p, a)), bias_of<Cfg>(a, p), Cfg::SHIFT,
-                                                 Cfg::LO, Cfg::HI);
+                exists[d] = r * D + d < Cfg::N_OUT;
+                y[d] = requantize<Cfg::ACC_BITS>(scaled<Cfg>(lane_sum<Cfg>(acc, first + d, a)), bias_of<Cfg>(r, d),
+                                                 Cfg::SHIFT, Cfg::LO, Cfg::HI);
             }
             for (int c = 0; c < Cfg::UNITS; ++c) {
 #pragma HLS UNROLL
-                const typename Cfg::word_t word = group_word<typename Cfg::word_t, G, P>(y, exists, c * G, a);
+                const typename Cfg::word_t word = group_word<typename Cfg::word_t, G, D>(y, exists, c * G, r);
                 if (word.count != 0) words[c].write(word);
             }
         }
     }
+}
+
+template <class Cfg, class Banks>
+void drain_words(const Banks& acc, hls::stream<typename Cfg::word_t> (&words)[Cfg::UNITS]) {
+    drain_rows<Cfg>(acc, false, words);
+}
+
+// The drain of a stage that skips quiet vectors: the PEs' flag of this vector first.
+template <class Cfg, class Banks>
+void drain_words(const Banks& acc, hls::stream<bool>& quiet, hls::stream<typename Cfg::word_t> (&words)[Cfg::UNITS]) {
+    drain_rows<Cfg>(acc, quiet.read(), words);
 }
 
 // A dense output beat of P values, zero where no output exists, TLAST on a vector's last.
@@ -647,9 +704,11 @@ inline Beat dense_beat(const act_t y[P], const bool exists[P], bool last) {
     return beat;
 }
 
-// The model's last layer drains dense beats of P values, zeros past N_OUT, TLAST on the last.
+// The model's last layer drains dense beats of P values, zeros past N_OUT, TLAST on the last: all
+// P lanes a cycle, so its drain rows are its local addresses.
 template <class Cfg, class Banks, class Beat>
 void drain_dense(const Banks& acc, hls::stream<Beat>& out) {
+    static_assert(Cfg::DRAIN_LANES == Cfg::PES, "the model's last layer drains all P lanes a cycle");
     const int P = Cfg::PES;
     for (int a = 0; a < Cfg::ADDRESSES; ++a) {
 #pragma HLS PIPELINE II=1
@@ -670,14 +729,16 @@ void drain_dense(const Banks& acc, hls::stream<Beat>& out) {
 // Stacked banks (fg_pe.v, STACKED): both banks of a PE in one memory, whose ports the RTL's MAC
 // and drain take in turn. Here one process runs the PEs on a vector into its bank, then drains
 // it, so its one bank is never read by two processes (no PIPO, whose two buffers would be the two
-// memories stacking saves).
+// memories stacking saves). A stage that skips quiet vectors (SKIPS_QUIET) drains a vector that
+// reached no PE by its end words alone, as `drain_words` does (the PEs clear the bank before every
+// vector, skipped or not).
 template <class Cfg>
 void pes_then_drain_words(hls::stream<typename Cfg::entry_t> (&entries)[Cfg::UNITS][Cfg::PES],
                           hls::stream<typename Cfg::word_t> (&words)[Cfg::UNITS]) {
     typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES];
 #pragma HLS ARRAY_PARTITION variable=acc type=complete dim=1
-    pes<Cfg>(entries, acc);
-    drain_words<Cfg>(acc, words);
+    const bool reached = shared_pe_sums<Cfg>(entries, acc);
+    drain_rows<Cfg>(acc, Cfg::SKIPS_QUIET && !reached, words);
 }
 
 template <class Cfg, class Beat>

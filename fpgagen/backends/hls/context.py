@@ -30,6 +30,11 @@ FIFO_STORAGE = {BRAM: "bram", LUTRAM: "lutram", REGISTERS: "srl", URAM: "uram"} 
 # stage to stage through a register (fg_stage.v), and every link's consumer takes a beat a cycle,
 # so two beats of registers suffice.
 LOAD_LINK_DEPTH = 2
+# The flag a vector from the PEs to the drain of a stage that skips quiet vectors, the other stream
+# the plan has no memory for (fg_stage.v keeps a `touched` bit a bank instead): written once as a
+# vector's bank is whole and read once as its drain starts, so no more flags wait than the PIPO
+# buffer has banks: two, in a shift register.
+QUIET_FLAG_DEPTH = 2
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ class Tables:
 
     row_start: np.ndarray
     row_beats: np.ndarray
-    bias: np.ndarray  # (addresses, P): bias[a][p] of output a * P + p, rounding term included
+    bias: np.ndarray  # (rows, D): bias[r][d] of output r * D + d (D = P but for drain lanes), rounding included
     start_type: str
     beats_type: str
     bias_type: str
@@ -157,13 +162,18 @@ class DataflowStage:
     rom: np.ndarray  # (beats, P) packed slots
     load: LoadLink | None  # its weights are in UltraRAM: the load phase fills `rom`, not the bitstream
     stacked: bool  # both banks of a PE in one memory: the PEs and the drain one process, in turn
+    drain_lanes: int  # D: what the drain requantizes a cycle, a drain row
+    drain_steps: int  # P / D: groups of PEs the drain reads in turn at a local address
+    drain_rows: int  # what the drain reads a vector, a row a cycle
+    skips_quiet: bool  # a vector that puts no entry on its PEs drains its end words alone
+    quiet: Fifo | None  # the PEs' flag a vector to a separate drain process of a stage that skips quiet vectors
 
     sequential = False
     ports = ()  # its weights are on chip: no memory channel
 
     @property
     def bias_rows(self) -> int:
-        """One row per local address, or one for all when the biases are one value."""
+        """One row per drain row, or one for all when the biases are one value."""
         return int(self.tables.bias.shape[0])
 
 
@@ -387,6 +397,12 @@ def _dataflow_stage(
         rom=plan.rom_words.astype(slot_np),
         load=load,
         stacked=stage.stacked,
+        drain_lanes=stage.drain_lanes,
+        drain_steps=stage.drain_steps,
+        drain_rows=stage.drain_rows,
+        skips_quiet=stage.skips_quiet,
+        # stacked banks: the PEs and the drain are one process, which keeps the flag to itself
+        quiet=Fifo(QUIET_FLAG_DEPTH, FIFO_STORAGE[REGISTERS]) if stage.skips_quiet and not stage.stacked else None,
     )
 
 

@@ -39,7 +39,7 @@ from ..memfile import hex_lines, pack_fields
 STYLES = {BRAM: "block", LUTRAM: "distributed", URAM: "ultra", REGISTERS: "registers", CONSTANT: "distributed"}
 
 LIBRARY = (
-    "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_lutram.v", "fg_table.v", "fg_resize.v", "fg_all.v", "fg_serializer.v", "fg_merger.v",
+    "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_lutram.v", "fg_table.v", "fg_resize.v", "fg_all.v", "fg_select.v", "fg_serializer.v", "fg_merger.v",
     "fg_unit.v", "fg_pe.v", "fg_requantize.v", "fg_stage.v", "fg_seq_stage.v", "fg_axi_reader.v", "fg_reader.v", "fg_control.v",
     "fg_axilite_ctrl.v", "fg_loader.v",
 )  # fmt: skip
@@ -196,10 +196,10 @@ def _dataflow_stage(stage: StagePlan, memories: Path, load_bits: int) -> dict:
     groups = stage.groups
     parameters = [
         ("S", stage.input.subs), ("K", stage.units), ("P", stage.pes),
-        *_group_parameters(groups),
+        ("D", stage.drain_lanes), ("STEP_W", log2(stage.drain_steps)), *_group_parameters(groups),
         ("IN_IDX_W", stage.input.index_bits), ("OUT_IDX_W", _out_index_bits(stage)),
         ("N_IN", layer.shape.n_in), ("N_OUT", layer.shape.n_out), ("ADDRESSES", stage.addresses),
-        ("LOCAL_W", stage.local_bits), ("BEATS", layer.shape.rom_beats),
+        ("LOCAL_W", stage.local_bits), ("ROWS_W", groups.base_bits), ("BEATS", layer.shape.rom_beats),
         ("START_W", stage.start_bits), ("CNT_W", stage.count_bits), *_encoding_parameters(stage),
         ("ACC_W", stage.acc_bits), ("SUM_W", stage.sum_bits), ("BIAS_ROWS", stage.bias_rows),
         ("SHIFT", layer.shift), ("LO", layer.lo), ("HI", layer.hi),
@@ -209,7 +209,7 @@ def _dataflow_stage(stage: StagePlan, memories: Path, load_bits: int) -> dict:
         ("ROWS_STYLE", style(stage.memory("row table"))), ("WEIGHTS_STYLE", style(stage.memory("weights"))),
         ("ROW_FIFO_STYLE", style(stage.memory("unit rows"))),
         ("LOADED", int(stage.loaded)), ("LOAD_W", load_bits), ("STACKED", int(stage.stacked)),
-        ("PRIVATE", int(stage.private)),
+        ("PRIVATE", int(stage.private)), ("QUIET", int(stage.skips_quiet)),
     ]  # fmt: skip
     where = "in UltraRAM, loaded at a batch's start" if stage.loaded else "in ROM"
     banks = ", both banks in one block RAM" if stage.stacked else ""
@@ -280,10 +280,11 @@ def _weights(layer: LayerPlan) -> bytes:
 
 
 def _bias_rows(stage: StagePlan) -> bytes:
-    """One word per local address a: the biases of outputs a*P .. a*P+P-1 (0 past the last), each
-    with its layer's rounding term (the drain adds one number before the shift)."""
+    """One word per row r of the bias table (StagePlan.bias: a drain row, or a sequential stage's
+    local address): its lanes' biases, 0 past the last output, each with its layer's rounding term
+    (the drain adds one number before the shift)."""
     bias = stage.rounded_bias
-    return hex_lines(pack_fields([(bias[:, p], stage.acc_bits) for p in range(stage.pes)]))
+    return hex_lines(pack_fields([(bias[:, lane], stage.acc_bits) for lane in range(bias.shape[1])]))
 
 
 def _descriptor(layer: LayerPlan) -> list[int]:

@@ -18,11 +18,23 @@
 // K PEs (u, p), added in a tree with a register a level (no K-input adder in one cycle): log2 K
 // cycles more from the read to the requantizer, which the bias read and the words in flight
 // follow. Integer sums are order-free: the outputs are the shared PEs'.
+//
+// Drain lanes (docs/engine.md, "Drain lanes"): the drain requantizes D = P / STEPS lanes a cycle.
+// It reads a local address of one group of D PEs at a time, group s the PEs s*D .. s*D + D - 1:
+// drain row r = address * STEPS + s holds outputs r*D .. r*D + D - 1. The groups' sums meet in a
+// registered STEPS:1 multiplexer a lane (before a private stage's adder tree), one cycle more; D
+// requantizers instead of P, and serializer words of D / K values. STEPS = 1: all P at once.
+//
+// Quiet vectors (QUIET; docs/engine.md): when every output of the layer is zero without input, a
+// vector none of whose beats reached this stage's PEs (no unit's `touched` for its bank) leaves its
+// bank empty, and the drain writes its end words alone instead of reading every row.
 module fg_stage #(
     parameter integer S = 1,            // sub-channels of the input channel
     parameter integer K = 1,            // issue units; also the sub-channels of the output channel
     parameter integer P = 1,
-    parameter integer G = 1,            // PEs per output group: P / K
+    parameter integer D = 1,            // drain lanes: P / STEPS, a multiple of K
+    parameter integer STEP_W = 0,       // log2(STEPS): 0 .. 3
+    parameter integer G = 1,            // lanes per output group: D / K
     parameter integer GB = 1,           // max(1, log2(G))
     parameter integer COUNT_W = 1,      // bits holding 0..G
     parameter integer IN_IDX_W = 1,
@@ -31,6 +43,7 @@ module fg_stage #(
     parameter integer N_OUT = 1,
     parameter integer ADDRESSES = 1,
     parameter integer LOCAL_W = 1,
+    parameter integer ROWS_W = 1,       // a drain row's number: bits of ADDRESSES * STEPS - 1
     parameter integer BEATS = 1,
     parameter integer START_W = 1,
     parameter integer CNT_W = 1,
@@ -39,7 +52,7 @@ module fg_stage #(
     parameter [((CB_W > 0) ? (CB_W << W_BITS) : 1) - 1:0] CODEBOOK = 0,
     parameter integer ACC_W = 32,
     parameter integer SUM_W = ACC_W,
-    parameter integer BIAS_ROWS = 1,    // ADDRESSES, or 1 when every output's bias is one value (a constant)
+    parameter integer BIAS_ROWS = 1,    // drain rows, or 1 when every output's bias is one value (a constant)
     parameter integer SCALE = 1,
     parameter integer SCALE_SHIFT = 0,
     parameter integer SHIFT = 0,
@@ -49,6 +62,7 @@ module fg_stage #(
     parameter integer LOADED = 0,       // the weights are in UltraRAM, loaded through the load chain
     parameter integer STACKED = 0,      // the PEs' two banks in one memory: the drain takes a MAC slot
     parameter integer PRIVATE = 0,      // each unit has P PEs of its own, without FIFOs (K = 1, 2, 4; not STACKED)
+    parameter integer QUIET = 0,        // every output is zero without input: a vector with no beat drains end words alone
     parameter integer LOAD_W = 1,       // the load chain's beats
     parameter integer PE_FIFO_DEPTH = 32,
     parameter integer PE_SLACK = 8,
@@ -56,7 +70,7 @@ module fg_stage #(
     parameter integer ITEM_SLACK = 3,    // the merger's decide register and the flag's own register
     parameter integer ROW_FIFO_DEPTH = 8,
     parameter integer WORD_FIFO_DEPTH = 32,
-    parameter integer DRAIN_SLACK = 12,  // words in flight: DRAIN_LATENCY to y, two word registers, the end word, the flag's register
+    parameter integer DRAIN_SLACK = 13,  // words in flight: DRAIN_LATENCY to y, two word registers, the end word, the flag's register
     parameter ROWS_FILE = "",
     parameter WEIGHTS_FILE = "",
     parameter BIAS_FILE = "",
@@ -88,7 +102,7 @@ module fg_stage #(
     /* verilator lint_off UNUSEDSIGNAL */
     input  wire [K-1:0]             out_room,       // registered, slack for the serializers' register (unused: dense)
     /* verilator lint_on UNUSEDSIGNAL */
-    output reg  [P*VALUE_W-1:0]     dense_data,
+    output reg  [P*VALUE_W-1:0]     dense_data,     // D = P
     output reg                      dense_last,
     output reg                      dense_valid,
     input  wire                     dense_room,     // registered, DRAIN_SLACK free
@@ -105,17 +119,25 @@ module fg_stage #(
     localparam integer BEAT_AW = (BEATS > 1) ? $clog2(BEATS) : 1;
     localparam integer ROW_W = START_W + CNT_W;
     localparam integer ROM_COPIES = (K + 1) / 2;   // a block RAM has two ports
-    localparam integer WORD_W = 1 + LOCAL_W + COUNT_W + G + G * VALUE_W;
+    localparam integer WORD_W = 1 + ROWS_W + COUNT_W + G + G * VALUE_W;
     // private PEs: K x P of them, and the levels of the drain's adder tree (K a power of two)
     localparam integer PES = (PRIVATE != 0) ? K * P : P;
     localparam integer LEVELS = (PRIVATE != 0 && K > 1) ? $clog2(K) : 0;
-    // address decided -> y at the PEs; stacked banks read a cycle later, in the MAC pipeline's slot;
-    // private PEs' sums pass the adder tree, a cycle a level. DRAIN_SLACK covers DRAIN_LATENCY + 4
-    // words: 10, 11 stacked, 12 private at K = 4 (none to spare).
-    localparam integer DRAIN_LATENCY = 6 + STACKED + LEVELS;
-    localparam [31:0] LAST_ADDRESS32 = ADDRESSES - 1;
-    localparam [LOCAL_W-1:0] LAST_ADDRESS = LAST_ADDRESS32[LOCAL_W-1:0];
-    localparam integer LAST_OUTPUTS = N_OUT - (ADDRESSES - 1) * P;  // real outputs at the last address
+    localparam integer STEPS = 1 << STEP_W;
+    localparam integer MUXED = (STEPS > 1) ? 1 : 0;   // the groups' multiplexer register
+    // row decided -> y at the PEs; stacked banks read a cycle later, in the MAC pipeline's slot;
+    // the groups' multiplexer takes a cycle, private PEs' sums pass the adder tree, a cycle a level.
+    // DRAIN_SLACK covers DRAIN_LATENCY + 4 words: 10, 11 stacked, 13 private at K = 4 with drain
+    // lanes (none to spare).
+    localparam integer DRAIN_LATENCY = 6 + STACKED + MUXED + LEVELS;
+    // a drain row {local address, group}: the PEs' address in its high bits
+    localparam integer ROW_BITS = LOCAL_W + STEP_W;
+    localparam [31:0] LAST_ROW32 = ADDRESSES * STEPS - 1;
+    localparam [ROW_BITS-1:0] LAST_ROW = LAST_ROW32[ROW_BITS-1:0];
+    // rows before FULL_ROWS hold D outputs; row FULL_ROWS holds REM, and the rows after it none
+    localparam [31:0] FULL_ROWS32 = N_OUT / D;
+    localparam [ROW_BITS:0] FULL_ROWS = FULL_ROWS32[ROW_BITS:0];
+    localparam integer REM = N_OUT % D;
     localparam [31:0] SHIFT32 = SHIFT;
     localparam [31:0] LO32 = LO;
     localparam [31:0] HI32 = HI;
@@ -138,6 +160,12 @@ module fg_stage #(
             // an initial block (Yosys stops at it): older Icarus Verilog releases do not parse an elaboration $error
             initial begin
                 $display("ERROR: fg_stage: private PEs take K = 1, 2 or 4 units (a power of two: the drain's adder tree) and two banks (STACKED = 0)");
+                $finish;
+            end
+        end
+        if (D * STEPS != P || D % K != 0 || (STEPS > 1 && (STACKED != 0 || DENSE != 0)) || (QUIET != 0 && DENSE != 0)) begin : g_invalid_drain
+            initial begin
+                $display("ERROR: fg_stage: drain lanes D = P / STEPS, a multiple of K; all P with stacked banks or dense beats, which are never quiet");
                 $finish;
             end
         end
@@ -165,7 +193,9 @@ module fg_stage #(
     /* verilator lint_on UNUSEDSIGNAL */
     wire [K-1:0] ok;
     wire [K-1:0] unit_working;
+    wire [2*K-1:0] unit_touched;        // unit u's bank b at u*2 + b
     reg [1:0] drained_vectors;
+    reg [1:0] drained;
 
     genvar u, c, p;
     generate
@@ -188,7 +218,8 @@ module fg_stage #(
                 .beat_en(beat_en[u]), .beat_addr(beat_addr[u*BEAT_AW +: BEAT_AW]),
                 .beat_data(beat_data[u*P*SLOT_W +: P*SLOT_W]),
                 .entry(entry[u*P*ENTRY_W +: P*ENTRY_W]), .entry_write(entry_write[u*P +: P]), .ok(ok[u]),
-                .drained_vectors(drained_vectors), .vector_issued(), .working(unit_working[u])
+                .drained_vectors(drained_vectors), .drained(drained), .touched(unit_touched[u*2 +: 2]),
+                .vector_issued(), .working(unit_working[u])
             );
             /* verilator lint_on PINCONNECTEMPTY */
             if (PRIVATE != 0) begin : g_own
@@ -258,18 +289,24 @@ module fg_stage #(
     endgenerate
 
     // ---- PEs -------------------------------------------------------------------------------------------
+    // PE i's sum at i*SUM_W: shared PE p at p, private PE (u, p) at u*P + p. Group s's PEs (lanes
+    // s*D .. s*D + D - 1) read when the drain's row is theirs: `drain_reads[s]`.
     wire [2*PES-1:0] pe_done;           // PE i's bank b at i*2 + b
     wire [PES-1:0] pe_busy;
-    wire [P*VALUE_W-1:0] y;
-    reg drain_read;
+    wire [PES*SUM_W-1:0] pe_sum;
+    wire [D*VALUE_W-1:0] y;
+    reg drain_read;                     // the drain reads a row (the bias ROM's enable)
+    reg [STEPS-1:0] drain_reads;        // ... of group s
     reg drain_bank;
     reg [LOCAL_W-1:0] drain_addr;
-    reg [1:0] drained;
-    wire [P*ACC_W-1:0] bias_row;
-    genvar i;
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg [ROW_BITS-1:0] drain_row;       // the bias ROM's address (a constant ROM of one row reads none)
+    /* verilator lint_on UNUSEDSIGNAL */
+    reg [DRAIN_LATENCY*ROW_BITS-1:0] flight_row;  // the rows decided 1 .. DRAIN_LATENCY cycles ago
+    wire [D*ACC_W-1:0] bias_row;
+    genvar i, d;
     generate
         for (p = 0; p < P; p = p + 1) begin : g_pe
-            wire [SUM_W-1:0] sum;           // lane p's
             if (PRIVATE == 0) begin : g_shared
                 wire [K*ENTRY_W-1:0] in_entry;
                 wire [K-1:0] in_write;
@@ -287,13 +324,11 @@ module fg_stage #(
                     .clk(clk), .rst(rst), .ready(pe_ready[p]),
                     .in_entry(in_entry), .in_write(in_write), .in_room(pe_room[p*K +: K]),
                     .done(pe_done[p*2 +: 2]), .drained(drained), .busy(pe_busy[p]),
-                    .drain_read(drain_read), .drain_bank(drain_bank), .drain_addr(drain_addr), .sum(sum)
+                    .drain_read(drain_reads[p / D]), .drain_bank(drain_bank), .drain_addr(drain_addr),
+                    .sum(pe_sum[p*SUM_W +: SUM_W])
                 );
             end else begin : g_private
-                // PE (u, p) takes unit u's entries for lane p. The tree's node n (1 .. 2K - 1) is
-                // the register of the sum of nodes 2n and 2n + 1, and node K + u is PE (u, p)'s
-                // sum: with K a power of two every PE's sum passes log2 K registers to node 1.
-                wire [2*K*SUM_W-1:SUM_W] node;
+                // PE (u, p) takes unit u's entries for lane p.
                 for (u = 0; u < K; u = u + 1) begin : g_copy
                     fg_pe #(
                         .K(1), .LOCAL_W(LOCAL_W), .ADDRESSES(ADDRESSES), .W_BITS(W_BITS), .CB_W(CB_W),
@@ -306,9 +341,49 @@ module fg_stage #(
                         .in_entry(entry[(u*P + p)*ENTRY_W +: ENTRY_W]), .in_write(entry_write[u*P + p]),
                         .in_room(pe_room[p*K + u]),
                         .done(pe_done[(u*P + p)*2 +: 2]), .drained(drained), .busy(pe_busy[u*P + p]),
-                        .drain_read(drain_read), .drain_bank(drain_bank), .drain_addr(drain_addr),
-                        .sum(node[(K + u)*SUM_W +: SUM_W])
+                        .drain_read(drain_reads[p / D]), .drain_bank(drain_bank), .drain_addr(drain_addr),
+                        .sum(pe_sum[(u*P + p)*SUM_W +: SUM_W])
                     );
+                end
+            end
+        end
+
+        // The groups' sums a lane: PE s*D + d's (of each private unit) at the row's group, which
+        // comes out of the PEs 2 cycles after the read (flight_row[2]: the row decided 3 cycles
+        // ago), into a register.
+        localparam integer COPIES = (PRIVATE != 0) ? K : 1;
+        wire [COPIES*D*SUM_W-1:0] lane_sums;   // copy u's lane d at u*D + d
+        for (u = 0; u < COPIES; u = u + 1) begin : g_lanes
+            for (d = 0; d < D; d = d + 1) begin : g_lane
+                if (STEPS == 1) begin : g_direct
+                    assign lane_sums[(u*D + d)*SUM_W +: SUM_W] = pe_sum[(u*P + d)*SUM_W +: SUM_W];
+                end else begin : g_muxed
+                    wire [STEPS*SUM_W-1:0] groups_sums;   // group s's at s
+                    for (i = 0; i < STEPS; i = i + 1) begin : g_group_sum
+                        assign groups_sums[i*SUM_W +: SUM_W] = pe_sum[(u*P + i*D + d)*SUM_W +: SUM_W];
+                    end
+                    wire [SUM_W-1:0] picked;
+                    fg_select #(.W(SUM_W), .SEL_W(STEP_W)) u_select (
+                        .in(groups_sums), .sel(flight_row[2*ROW_BITS +: STEP_W]), .out(picked)
+                    );
+                    reg [SUM_W-1:0] chosen;
+                    always @(posedge clk) chosen <= picked;
+                    assign lane_sums[(u*D + d)*SUM_W +: SUM_W] = chosen;
+                end
+            end
+        end
+
+        for (d = 0; d < D; d = d + 1) begin : g_drain_lane
+            wire [SUM_W-1:0] sum;           // lane d's
+            if (COPIES == 1) begin : g_one
+                assign sum = lane_sums[d*SUM_W +: SUM_W];
+            end else begin : g_tree
+                // The units' partial sums added: the tree's node n (1 .. 2K - 1) is the register of
+                // the sum of nodes 2n and 2n + 1, and node K + u is unit u's sum: with K a power of
+                // two every unit's sum passes log2 K registers to node 1.
+                wire [2*K*SUM_W-1:SUM_W] node;
+                for (u = 0; u < K; u = u + 1) begin : g_leaf
+                    assign node[(K + u)*SUM_W +: SUM_W] = lane_sums[(u*D + d)*SUM_W +: SUM_W];
                 end
                 for (i = 1; i < K; i = i + 1) begin : g_add
                     reg [SUM_W-1:0] total;
@@ -320,8 +395,8 @@ module fg_stage #(
             fg_requantize #(
                 .W_BITS(W_BITS), .ACC_W(ACC_W), .SUM_W(SUM_W), .SCALE(SCALE), .SCALE_SHIFT(SCALE_SHIFT), .SHIFT_W(6)
             ) u_requantize (
-                .clk(clk), .sum(sum), .bias(bias_row[p*ACC_W +: ACC_W]), .cfg_shift(SHIFT32[5:0]),
-                .cfg_lo(LO32[VALUE_W-1:0]), .cfg_hi(HI32[VALUE_W-1:0]), .y(y[p*VALUE_W +: VALUE_W])
+                .clk(clk), .sum(sum), .bias(bias_row[d*ACC_W +: ACC_W]), .cfg_shift(SHIFT32[5:0]),
+                .cfg_lo(LO32[VALUE_W-1:0]), .cfg_hi(HI32[VALUE_W-1:0]), .y(y[d*VALUE_W +: VALUE_W])
             );
         end
     endgenerate
@@ -342,26 +417,38 @@ module fg_stage #(
     wire [K-1:0] word_room;
     wire room = DENSE != 0 ? dense_room : &word_room;
     reg draining;                       // a bank is being drained
-    reg issuing;                        // ... and addresses are left to read
-    reg [LOCAL_W-1:0] next_addr;
+    reg issuing;                        // ... and rows are left to read
+    /* verilator lint_off UNUSEDSIGNAL */
+    reg quiet_end;                      // a quiet bank's drain: its end words now (never: dense beats)
+    /* verilator lint_on UNUSEDSIGNAL */
+    reg [ROW_BITS-1:0] next_row;
     wire bank = drained_vectors[0];
     wire issue = issuing && room;
     wire finish;                        // the bank's last output (or end word) is written now
-    // address decided (issue) -> broadcast -> y, with the address and its being the last
+    // Whether any unit has issued a beat into a bank since its drain (a register: the units' flags
+    // are set long before their vector's bank is whole).
+    reg [1:0] touched, any_touched;
+    integer t;
+    always @(*) begin
+        any_touched = 2'b00;
+        for (t = 0; t < K; t = t + 1) any_touched = any_touched | unit_touched[t*2 +: 2];
+    end
+    always @(posedge clk) touched <= any_touched;
+    wire quiet = QUIET != 0 && !touched[bank];
+    // row decided (issue) -> broadcast -> y, with the row and its being the last
     reg [DRAIN_LATENCY-1:0] in_flight;
     reg [DRAIN_LATENCY-1:0] flight_last;
-    reg [DRAIN_LATENCY*LOCAL_W-1:0] flight_addr;
     wire y_valid = in_flight[DRAIN_LATENCY-1];
     wire y_last = flight_last[DRAIN_LATENCY-1];
-    wire [LOCAL_W-1:0] y_addr = flight_addr[(DRAIN_LATENCY-1)*LOCAL_W +: LOCAL_W];
+    wire [ROW_BITS-1:0] y_row = flight_row[(DRAIN_LATENCY-1)*ROW_BITS +: ROW_BITS];
 
-    // A bias table of one row is a constant: synthesis keeps no ROM. Its row meets the sum at the
-    // requantizers: read when the PEs read their bank, a cycle after the drain's read with stacked
-    // banks, and a cycle later for each level of private PEs' adder tree (its address delayed, not
-    // its P x ACC_W-bit row).
-    localparam integer BIAS_AW = (BIAS_ROWS > 1) ? LOCAL_W : 1;
-    localparam integer BIAS_DELAY = STACKED + LEVELS;
-    wire [BIAS_AW-1:0] bias_index = (BIAS_ROWS > 1) ? drain_addr[BIAS_AW-1:0] : {BIAS_AW{1'b0}};
+    // A bias table of one row is a constant: synthesis keeps no ROM. Its row (D biases a drain row)
+    // meets the sum at the requantizers: read when the PEs read their bank, a cycle after the
+    // drain's read with stacked banks or the groups' multiplexer, and a cycle later for each level
+    // of private PEs' adder tree (its address delayed, not its D x ACC_W-bit row).
+    localparam integer BIAS_AW = (BIAS_ROWS > 1) ? ROWS_W : 1;
+    localparam integer BIAS_DELAY = STACKED + MUXED + LEVELS;
+    wire [BIAS_AW-1:0] bias_index = (BIAS_ROWS > 1) ? drain_row[BIAS_AW-1:0] : {BIAS_AW{1'b0}};
     reg bias_read;
     reg [BIAS_AW-1:0] bias_addr;
     generate
@@ -373,13 +460,13 @@ module fg_stage #(
         end else if (BIAS_DELAY > 1) begin : g_bias_later
             reg [BIAS_DELAY-2:0] reads;
             reg [(BIAS_DELAY-1)*BIAS_AW-1:0] addrs;
-            integer d;
+            integer k;
             always @(posedge clk) begin
                 reads[0] <= drain_read;
                 addrs[0 +: BIAS_AW] <= bias_index;
-                for (d = 1; d < BIAS_DELAY - 1; d = d + 1) begin
-                    reads[d] <= reads[d-1];
-                    addrs[d*BIAS_AW +: BIAS_AW] <= addrs[(d-1)*BIAS_AW +: BIAS_AW];
+                for (k = 1; k < BIAS_DELAY - 1; k = k + 1) begin
+                    reads[k] <= reads[k-1];
+                    addrs[k*BIAS_AW +: BIAS_AW] <= addrs[(k-1)*BIAS_AW +: BIAS_AW];
                 end
                 bias_read <= reads[BIAS_DELAY-2];
                 bias_addr <= addrs[(BIAS_DELAY-2)*BIAS_AW +: BIAS_AW];
@@ -391,7 +478,7 @@ module fg_stage #(
             end
         end
     endgenerate
-    fg_rom #(.WIDTH(P * ACC_W), .DEPTH(BIAS_ROWS), .PORTS(1), .STYLE(BIAS_STYLE), .INIT(BIAS_FILE)) u_bias (
+    fg_rom #(.WIDTH(D * ACC_W), .DEPTH(BIAS_ROWS), .PORTS(1), .STYLE(BIAS_STYLE), .INIT(BIAS_FILE)) u_bias (
         .clk(clk), .en(bias_read), .addr(bias_addr), .data(bias_row)
     );
 
@@ -402,20 +489,27 @@ module fg_stage #(
             issuing <= 1'b0;
             drain_read <= 1'b0;
             drained <= 2'b00;
+            quiet_end <= 1'b0;
             in_flight <= {DRAIN_LATENCY{1'b0}};
         end else begin
             drain_read <= issue;
             drained <= 2'b00;
+            quiet_end <= 1'b0;
             in_flight <= {in_flight[DRAIN_LATENCY-2:0], issue};
             if (!draining) begin
                 if (bank ? whole1 : whole0) begin
-                    draining <= 1'b1;
-                    issuing <= 1'b1;
-                    next_addr <= {LOCAL_W{1'b0}};
+                    if (!quiet) begin
+                        draining <= 1'b1;
+                        issuing <= 1'b1;
+                        next_row <= {ROW_BITS{1'b0}};
+                    end else if (room) begin
+                        draining <= 1'b1;
+                        quiet_end <= 1'b1;
+                    end
                 end
             end else if (issue) begin
-                next_addr <= next_addr + 1'b1;
-                if (next_addr == LAST_ADDRESS) issuing <= 1'b0;
+                next_row <= next_row + 1'b1;
+                if (next_row == LAST_ROW) issuing <= 1'b0;
             end
             if (finish) begin
                 draining <= 1'b0;
@@ -424,27 +518,47 @@ module fg_stage #(
             end
         end
         drain_bank <= bank;
-        drain_addr <= next_addr;
-        flight_last <= {flight_last[DRAIN_LATENCY-2:0], issue && next_addr == LAST_ADDRESS};
-        flight_addr <= {flight_addr[(DRAIN_LATENCY-1)*LOCAL_W-1:0], next_addr};
+        drain_addr <= next_row[ROW_BITS-1 -: LOCAL_W];
+        drain_row <= next_row;
+        flight_last <= {flight_last[DRAIN_LATENCY-2:0], issue && next_row == LAST_ROW};
+        flight_row <= {flight_row[(DRAIN_LATENCY-1)*ROW_BITS-1:0], next_row};
     end
 
-    // Outputs that exist: all of them but at the last address, where only LAST_OUTPUTS do.
-    wire [P-1:0] exists;
+    // Group s's PEs read at rows whose low bits are s.
     generate
-        for (p = 0; p < P; p = p + 1) begin : g_exists
-            assign exists[p] = (y_addr != LAST_ADDRESS) || (p < LAST_OUTPUTS);
+        if (STEPS == 1) begin : g_one_group
+            always @(posedge clk) drain_reads <= !rst && issue;
+        end else begin : g_groups
+            for (i = 0; i < STEPS; i = i + 1) begin : g_group
+                localparam [31:0] GROUP = i;
+                always @(posedge clk) drain_reads[i] <= !rst && issue && next_row[STEP_W-1:0] == GROUP[STEP_W-1:0];
+            end
+        end
+    endgenerate
+
+    // Outputs that exist: rows before FULL_ROWS all D of theirs, row FULL_ROWS its first REM.
+    wire [D-1:0] exists;
+    wire y_full;
+    wire y_partial = {1'b0, y_row} == FULL_ROWS;
+    generate
+        if (FULL_ROWS32 == 0) begin : g_no_full_row
+            assign y_full = 1'b0;
+        end else begin : g_full_rows
+            assign y_full = {1'b0, y_row} < FULL_ROWS;
+        end
+        for (d = 0; d < D; d = d + 1) begin : g_exists
+            assign exists[d] = y_full || (y_partial && d < REM);
         end
     endgenerate
 
     generate
         if (DENSE != 0) begin : g_dense
-            // The model's last layer: a beat of P values per address, zeros past the last output.
+            // The model's last layer: a beat of P values per address (D = P), zeros past the last output.
             integer q;
             always @(posedge clk) begin
                 dense_valid <= !rst && y_valid;
                 dense_last <= y_last;
-                for (q = 0; q < P; q = q + 1) begin
+                for (q = 0; q < D; q = q + 1) begin
                     dense_data[q*VALUE_W +: VALUE_W] <= exists[q] ? y[q*VALUE_W +: VALUE_W] : {VALUE_W{1'b0}};
                 end
             end
@@ -454,31 +568,31 @@ module fg_stage #(
             assign out_valid = {K{1'b0}};
         end else begin : g_sparse
             // W1: the values and which are nonzero outputs; W2: per group the count of them too;
-            // then into the group's word FIFO {end, address, count, mask, values}, unless none of
-            // them is nonzero; after the last address's words, an end word. A word without a
+            // then into the group's word FIFO {end, row, count, mask, values}, unless none of
+            // them is nonzero; after the last row's words, or for a quiet bank alone, an end word. A word without a
             // nonzero value would cost its serializer a cycle and take a place in the FIFO for
             // nothing: a vector that dies out at this layer (half of the Graph Challenge images
             // do) leaves only its end words, and the stage can run many such vectors ahead of
             // the next (docs/engine.md, "Deep channels").
             reg w1_valid, w1_last, w2_valid, w2_last, end_word;
-            reg [LOCAL_W-1:0] w1_addr, w2_addr;
-            reg [P-1:0] w1_mask, w2_mask;
-            reg [P*VALUE_W-1:0] w1_values, w2_values;
+            reg [ROWS_W-1:0] w1_row, w2_row;
+            reg [D-1:0] w1_mask, w2_mask;
+            reg [D*VALUE_W-1:0] w1_values, w2_values;
             integer q;
             always @(posedge clk) begin
                 w1_valid <= !rst && y_valid;
                 w1_last <= y_last;
-                w1_addr <= y_addr;
+                w1_row <= y_row[ROWS_W-1:0];
                 w1_values <= y;
-                for (q = 0; q < P; q = q + 1) begin
+                for (q = 0; q < D; q = q + 1) begin
                     w1_mask[q] <= exists[q] && y[q*VALUE_W +: VALUE_W] != {VALUE_W{1'b0}};
                 end
                 w2_valid <= !rst && w1_valid;
                 w2_last <= w1_last;
-                w2_addr <= w1_addr;
+                w2_row <= w1_row;
                 w2_mask <= w1_mask;
                 w2_values <= w1_values;
-                end_word <= !rst && w2_valid && w2_last;
+                end_word <= !rst && ((w2_valid && w2_last) || quiet_end);
             end
             assign finish = end_word;
             always @(posedge clk) begin
@@ -488,7 +602,7 @@ module fg_stage #(
             end
             for (c = 0; c < K; c = c + 1) begin : g_group
                 reg [COUNT_W-1:0] count, w2_count;
-                reg w2_some;                // the group has a nonzero output at W2's address
+                reg w2_some;                // the group has a nonzero output at W2's row
                 integer b;
                 always @(*) begin
                     count = {COUNT_W{1'b0}};
@@ -500,7 +614,7 @@ module fg_stage #(
                 end
                 // An end word is its flag: the serializer reads nothing else of it, so the rest is
                 // whatever W2 holds, and no multiplexer (a LUT a bit) clears it.
-                wire [WORD_W-1:0] word = {end_word, w2_addr, w2_count, w2_mask[c*G +: G], w2_values[c*G*VALUE_W +: G*VALUE_W]};
+                wire [WORD_W-1:0] word = {end_word, w2_row, w2_count, w2_mask[c*G +: G], w2_values[c*G*VALUE_W +: G*VALUE_W]};
                 wire [WORD_W-1:0] head;
                 wire head_valid, head_pop;
                 /* verilator lint_off PINCONNECTEMPTY */
@@ -512,7 +626,7 @@ module fg_stage #(
                 );
                 /* verilator lint_on PINCONNECTEMPTY */
                 fg_serializer #(
-                    .G(G), .GB(GB), .COUNT_W(COUNT_W), .BASE_W(LOCAL_W), .OFFSET(c * G), .STRIDE(P),
+                    .G(G), .GB(GB), .COUNT_W(COUNT_W), .BASE_W(ROWS_W), .OFFSET(c * G), .STRIDE(D),
                     .IDX_W(OUT_IDX_W)
                 ) u_serializer (
                     .clk(clk), .rst(rst),

@@ -9,7 +9,9 @@
 // other bank, once the drain has freed it. `ok` (every PE FIFO of this unit has room) is
 // registered upstream: the unit writes at most SLACK entries into a FIFO before it sees `ok` fall.
 // A private stage's unit (fg_stage.v, PRIVATE) writes its own PEs, which have no FIFO: `ok` is
-// always high there, and the unit waits only for `run` and a free bank.
+// always high there, and the unit waits only for `run` and a free bank. `touched` tells the drain
+// which banks hold a beat of this unit's: a vector that puts no entry on the PEs leaves its bank
+// empty (fg_stage.v, QUIET).
 module fg_unit #(
     parameter integer P = 1,
     parameter integer IDX_W = 1,        // index width of the activations
@@ -44,6 +46,8 @@ module fg_unit #(
     input  wire                     ok,
     // banks: vectors are numbered modulo 4; a unit may work on the two after the last drained
     input  wire [1:0]               drained_vectors,
+    input  wire [1:0]               drained,        // pulse: the drain has emptied bank b
+    output reg  [1:0]               touched,        // bank b has had a beat of this unit's since its drain
     output wire                     vector_issued,  // pulse: this unit has sent a vector's end entries
     output wire                     working         // issuing, or a row waits only for PE FIFO room
 );
@@ -116,6 +120,17 @@ module fg_unit #(
     assign vector_issued = issue_end;
     // Waiting for a free bank is the drain's time, not this unit's.
     assign working = (!rem_none || head_valid || l1_valid || l2_valid || l3_valid) && bank_free;
+
+    // A vector's first beat can go out the cycle its bank's drain pulse is seen: the beat's flag
+    // then wins over the clearing.
+    always @(posedge clk) begin
+        if (rst) begin
+            touched <= 2'b00;
+        end else begin
+            touched <= touched & ~drained;
+            if (issue_beat) touched[vector[0]] <= 1'b1;
+        end
+    end
 
     always @(posedge clk) begin
         if (rst) begin
