@@ -10,6 +10,8 @@ formulas' error, not a calibration set's unlikeness):
   mlp-codebook    the MLP after `fpgagen share --values 16` (each layer's weights clustered into 16
                   values): its dataflow layers carry 4-bit codebook indices
   gc-dataflow-64  Graph Challenge, --schedule dataflow --pes 64 (K still the scheduler's)
+  gc-slice        Graph Challenge compiled for the U280's LUTs for 8 of GC 1024 x 120's layers
+                  (bench/boards/u280-slice.yaml): the stages and drain lanes GC 1024 x 120 gets
   gc-seq-32       Graph Challenge, --schedule sequential --pes 32
   mlp-seq-32      the MLP, --schedule sequential --pes 32
   mlp-pynq-z2     the MLP compiled for a PYNQ-Z2 (the others for the U280), the scheduler's own
@@ -101,6 +103,15 @@ CONFIGS = (
     # the MLP after `fpgagen share --values 16`: its dataflow layers carry 4-bit codebook indices
     Config("mlp-codebook", "mlp16", (), 0.85, "weights shared into 16 values; the scheduler's own choice"),
     Config("gc-dataflow-64", "gc", ("--schedule", "dataflow", "--pes", "64"), 0.80, "forced P=64"),
+    # GC 1024 x 8 with the LUTs a layer that GC 1024 x 120 has on the whole card (bench/boards/
+    # u280-slice.yaml): the scheduler's stages for it, private and shared, with drain lanes
+    Config(
+        "gc-slice",
+        "gc",
+        ("--board", str(HERE / "boards" / "u280-slice.yaml")),
+        0.85,
+        "the scheduler's own choice with the U280's LUTs for 8 of GC 1024 x 120's layers",
+    ),
     # sequential stages read their weights from a memory that answers each burst 100 cycles late
     # (the testbench's default, tb_engine.py): issue 11 asks for 60% of the bandwidth of the channels
     # a stage is given. At P=32 (the sequential policy's own choice for GC) Graph Challenge's 8-bit
