@@ -208,6 +208,13 @@ def check_rtl_follows_the_plan(rtl: Path, plan: EnginePlan) -> None:
         if stage.sequential and any(memory.role == "drained words" for memory in stage.memories):
             # a whole pass's words and its end word fit beside the slack: the drain never waits
             assert int(found["WORD_FIFO_DEPTH"]) >= stage.addresses + 1 + DRAIN_SLACK, f"stage {stage.index}"
+        if not stage.sequential:
+            # the slack holds every word in flight: the row decided to y (fg_stage.v DRAIN_LATENCY:
+            # 6, a cycle more with stacked banks, with drain lanes' multiplexer and a level of a
+            # private stage's adder tree), two word registers, the end word, the flag's register
+            levels = (stage.units - 1).bit_length() if stage.private else 0
+            in_flight = 6 + int(stage.stacked) + int(stage.drain_steps > 1) + levels
+            assert DRAIN_SLACK >= in_flight + 4, f"stage {stage.index}: {in_flight} words in flight"
         # the banks: one block RAM a PE holding both (the bank its top address bit), or two memories
         banks = stage.memory("accumulators")
         if stage.stacked:

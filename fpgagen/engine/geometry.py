@@ -44,9 +44,10 @@ ITEM_FIFO_DEPTH = 8  # activations queued at an issue unit, dealt by the merger
 ITEM_SLACK = 3  # the merger's register between deciding and routing, and the flag's own register
 ROW_FIFO_DEPTH = 8  # looked-up rows waiting for their beats to issue
 WORD_FIFO_DEPTH = 32  # drained words waiting for a serializer: the drain runs ahead of sparse outputs
-# words in flight: six to the PEs' outputs (seven with stacked banks, one more a level of a private
-# stage's adder tree: up to eight at K = 4), two word registers, the end word, the flag
-DRAIN_SLACK = 12
+# words in flight: six to the PEs' outputs (seven with stacked banks, one more for drain lanes'
+# multiplexer and one a level of a private stage's adder tree: up to nine at K = 4 with drain
+# lanes), two word registers, the end word, the flag
+DRAIN_SLACK = 13
 OUTPUT_DEPTH = 32  # dense output beats buffered in front of AXI4-Stream out (DRAIN_SLACK of them in flight)
 READER_WORD_DEPTH = 16  # input beats waiting for their group's serializer
 
