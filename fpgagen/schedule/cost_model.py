@@ -761,8 +761,9 @@ class CostModel:
         self.relabel = not model.relabelled if relabel is None else relabel
         self._placements: dict[tuple[int, int], Placement] = {}
         self._shapes: dict[tuple[int, int], LayerShape] = {}
-        self._cycles: dict[tuple[int, int, str, int, int, int, bool], LayerCycles] = {}
-        self._outputs: dict[tuple[int, int, int], np.ndarray] = {}  # shared by a layer's modes, slots, channels
+        self._cycles: dict[tuple[int, int, str, int, int, int, bool, int], LayerCycles] = {}
+        self._outputs: dict[tuple[int, int, int, int], np.ndarray] = {}  # shared by a layer's modes, slots, channels
+        self._quiet: dict[tuple[int, int], np.ndarray | None] = {}  # shared by a layer's K, PEs' kinds, lanes
         self._issue: dict[tuple[int, int, int], np.ndarray] = {}  # shared by shared and private PEs
         self._pe_busy: dict[tuple[int, int], np.ndarray] = {}  # shared by a dataflow layer's K
         self.encodings = tuple(encoding_of(layer.numerics) for layer in model.layers)
@@ -890,16 +891,27 @@ class CostModel:
         active inputs have no beat at all, at a layer whose outputs are then all zero (docs/engine.md,
         "Quiet vectors"); measured vectors are quiet or not, one expected vector quiet with the
         probability that none of the inputs with beats is active."""
-        if self.is_last(index) or not zero_without_input(self.layers[index]):
+        quiet = self._quiet_share(index, pes)
+        if quiet is None:
             return np.array([drain])
-        inputs = self.activity.inputs(index)
-        has_beats = self.placement(index, pes).beats > 0
-        if inputs.measured:
-            quiet = (inputs.rows @ has_beats) == 0
-            return np.where(quiet, float(L_QUIET), drain)
-        with np.errstate(divide="ignore"):  # an input that is always active: never quiet
-            quiet = float(np.exp(np.log1p(-inputs.rows[0][has_beats]).sum()))
-        return np.array([quiet * L_QUIET + (1.0 - quiet) * drain])
+        return quiet * L_QUIET + (1.0 - quiet) * drain
+
+    def _quiet_share(self, index: int, pes: int) -> np.ndarray | None:
+        """Per vector, 1 where it is quiet at layer `index` on P PEs, else 0 (one expected vector: the
+        probability); None where no vector is quiet (the layer's outputs are not all zero without
+        input, or it is the model's last). Computed once for every K, kind of PE and drain lanes."""
+        key = (index, pes)
+        if key not in self._quiet:
+            self._quiet[key] = None
+            if not self.is_last(index) and zero_without_input(self.layers[index]):
+                inputs = self.activity.inputs(index)
+                has_beats = self.placement(index, pes).beats > 0
+                if inputs.measured:
+                    self._quiet[key] = ((inputs.rows @ has_beats) == 0).astype(np.float64)
+                else:
+                    with np.errstate(divide="ignore"):  # an input that is always active: never quiet
+                        self._quiet[key] = np.exp(np.log1p(-inputs.rows[0][has_beats]).sum(keepdims=True))
+        return self._quiet[key]
 
     def memory_cycles(self, beats: np.ndarray, reads: np.ndarray, beat_bytes: int, channels: int = 1) -> np.ndarray:
         """Cycles to bring `beats` beats of `beat_bytes` bytes, striped over `channels` memory
