@@ -246,9 +246,8 @@ def test_the_structure_check_finds_bad_loops_and_stream_indices():
     ]
 
 
-PE_PROBE = """#include "{top}.h"
-#include <cstdio>
-typedef {stages}::stage0::cfg cfg;
+# What both probes of the PEs start with: stage 0's configuration and an entry maker.
+PROBE_ENTRY = """typedef {stages}::stage0::cfg cfg;
 // An entry of `x` times weight 1 at local address 0 (x = 0: an end entry).
 static cfg::entry_t entry(int x) {{
     cfg::entry_t e(x == 0, x);
@@ -256,7 +255,14 @@ static cfg::entry_t entry(int x) {{
     e.unpack_slot(static_cast<unsigned long long>(cfg::WEIGHT_BITS > 0 ? 1 : 0), valid);
     return e;
 }}
-int main() {{
+"""
+
+PE_PROBE = (
+    """#include "{top}.h"
+#include <cstdio>
+"""
+    + PROBE_ENTRY
+    + """int main() {{
     static hls::stream<cfg::entry_t> entries[cfg::UNITS][cfg::PES];
     static cfg::acc_t acc{banks}[cfg::PES][cfg::ADDRESSES];
     entries[0][0].write(entry(3));  // unit 0: vector 0, then already vector 1
@@ -275,6 +281,7 @@ int main() {{
     return sum == expected && entries[0][0].size() == 2 ? 0 : 1;
 }}
 """
+)
 
 
 @pytest.mark.parametrize("private", [False, True])
@@ -306,18 +313,13 @@ def run_probe(hls: Path, name: str, source: str) -> None:
     assert probe.returncode == 0, probe.stdout
 
 
-QUIET_PROBE = """#include "{top}.h"
+QUIET_PROBE = (
+    """#include "{top}.h"
 #include "weights/stage0.h"  // the drain's bias table
 #include <cstdio>
-typedef {stages}::stage0::cfg cfg;
-// An entry of `x` times weight 1 at local address 0 (x = 0: an end entry).
-static cfg::entry_t entry(int x) {{
-    cfg::entry_t e(x == 0, x);
-    bool valid;
-    e.unpack_slot(static_cast<unsigned long long>(cfg::WEIGHT_BITS > 0 ? 1 : 0), valid);
-    return e;
-}}
-static hls::stream<cfg::entry_t> entries[cfg::UNITS][cfg::PES];
+"""
+    + PROBE_ENTRY
+    + """static hls::stream<cfg::entry_t> entries[cfg::UNITS][cfg::PES];
 static hls::stream<bool> quiet;
 static hls::stream<cfg::word_t> words[cfg::UNITS];
 static cfg::acc_t acc{banks}[cfg::PES][cfg::ADDRESSES];
@@ -350,6 +352,7 @@ int main() {{
     return silent && !heard && quiet_ends == cfg::UNITS && quiet_others == 0 && ends == cfg::UNITS && others > 0 ? 0 : 1;
 }}
 """
+)
 
 
 @pytest.mark.parametrize("private", [False, True])

@@ -379,6 +379,12 @@ class LayerShape:
         `drain_lanes` PEs, a row a cycle; row r holds outputs r * drain_lanes onwards."""
         return self.addresses * (self.pes // (drain_lanes or self.pes))
 
+    def drain_groups(self, units: int, drain_lanes: int | None = None) -> Groups:
+        """How a dataflow stage's drain splits a row of `drain_lanes` outputs (None: P) among its K
+        serializers, a word's base the row's number."""
+        lanes = drain_lanes or self.pes
+        return Groups(lanes, units, bits_for(self.drain_rows(lanes) - 1))
+
     def bias_rows(self, drain_lanes: int | None = None) -> int:
         """Rows of a dataflow stage's bias table: one word of `drain_lanes` biases (None: P) per
         drain row, or one word for all when the biases are one value (the drain skips outputs past
@@ -527,7 +533,7 @@ def dataflow_memories(
             pe_fifo_depth(layer.max_row_beats),
             private,
         ),
-        *drain_memories(Groups(lanes, units, bits_for(layer.drain_rows(lanes) - 1)), output, drained_words(pes, lanes)),
+        *drain_memories(layer.drain_groups(units, lanes), output, drained_words(pes, lanes)),
     ]
 
 

@@ -210,14 +210,14 @@ class StagePlan:
     def drain_rows(self) -> int:
         """What the drain reads per vector, a row a cycle: each local address of each group of
         `drain_lanes` PEs; row r holds outputs r * drain_lanes onwards."""
-        return self.addresses * (self.pes // self.drain_lanes)
+        return self.addresses * self.drain_steps
 
     @property
     def drain_steps(self) -> int:
         """The groups of PEs the drain reads in turn at a local address."""
         return self.pes // self.drain_lanes
 
-    @property
+    @cached_property
     def skips_quiet(self) -> bool:
         """A dataflow stage, not the model's last, whose outputs are all zero without input: a vector
         that puts no entry on its PEs drains its end words alone (docs/engine.md, "Quiet vectors")."""
@@ -228,7 +228,7 @@ class StagePlan:
         """How the drain splits a row's outputs among its serializers."""
         if self.sequential:
             return Groups(self.pes, self.units, self.local_bits)
-        return Groups(self.drain_lanes, self.units, bits_for(self.drain_rows - 1))
+        return self.layers[0].shape.drain_groups(self.units, self.drain_lanes)
 
     @property
     def rows(self) -> int:

@@ -393,8 +393,9 @@ class LayerCycles:
     def overlapped(self) -> np.ndarray:
         """Per vector, how long a dataflow layer holds its stage: its compute and the drain of the
         vector before overlap (the two accumulator banks ping-pong: vector v + 1 takes the bank of
-        v - 1 once its drain is done), so vector v's slot is the longer of its compute and the
-        previous vector's drain and outputs. Pairing a vector's compute with its own drain missed
+        v - 1 once its drain is done), so vector v's slot is the longest of its compute, the
+        previous vector's drain and its own outputs (the serializers, behind word FIFOs that hold a
+        vector's values, keep to their own vector). Pairing a vector's compute with its own drain missed
         the stall when a short vector follows a long drain: bench_rtl's GC 1024 x 8 at P = 64 with
         drain lanes, half its vectors quiet, modelled 322.0 cycles a vector, measured 355.3."""
         drains = np.broadcast_to(self.drain if self.drains is None else self.drains, self.computes.shape)
@@ -829,17 +830,14 @@ class CostModel:
         private: bool,
         drain_lanes: int,
     ) -> LayerCycles:
-        placement = self.placement(index, pes)
-        inputs = self.activity.inputs(index)
-        addresses = ceil_div(self.layers[index].out_features, pes)
-        drain = addresses + L_DRAIN + (0 if self.is_last(index) else L_WORDS)
         if mode == DATAFLOW:
             return self._dataflow_cycles(index, pes, units, private, drain_lanes)
         # a sequential layer: one activation a cycle looked up, one beat a cycle taken, the beats
         # brought over the memory port
+        placement = self.placement(index, pes)
+        inputs = self.activity.inputs(index)
+        drain, _ = self._drain_length(index, pes, units, False, pes)
         output = self._output_per_vector(index, pes, units)
-        # a sequential layer: one activation a cycle looked up, one beat a cycle taken, the beats
-        # brought over the memory port
         beats = inputs.rows @ placement.beats
         work = np.maximum(inputs.rows.sum(axis=1), beats)
         reads = inputs.rows @ (placement.beats > 0)
@@ -878,8 +876,9 @@ class CostModel:
         )
 
     def _drain_length(self, index: int, pes: int, units: int, private: bool, drain_lanes: int) -> tuple[float, int]:
-        """A dataflow drain's cycles (without stacked banks' cycle), and the cycles its outputs
-        come later than all P lanes' unmultiplexed, private stage's unadded sums would."""
+        """A drain's cycles (without stacked banks' cycle; a sequential pass's: all P lanes, shared
+        PEs), and the cycles its outputs come later than all P lanes' unmultiplexed, a private
+        stage's unadded sums would."""
         # a row a cycle, each local address of each group of D PEs, then the groups' multiplexer
         # (docs/engine.md, "Drain lanes") and a private stage's adder tree, a cycle a level
         delay = (L_DRAIN_MUX if drain_lanes < pes else 0) + (adder_levels(units) if private else 0)
