@@ -44,12 +44,14 @@ async def merger_deals_by_the_rules(dut, stall: float):
     rng = random.Random(f"{config['seed']} {stall}")
 
     # Vectors: per vector and sub-channel, distinct (index, value) activations (a vector's index is
-    # unique to it) and one end item; some sub-channels of some vectors carry only the end item.
+    # unique to it) and one end item; some sub-channels of some vectors carry only the end item,
+    # every fourth vector only end items (an empty vector).
     vectors, counts = [], []
     streams = [[] for _ in range(subs)]
     for v in range(config["vectors"]):
         sent = []
-        counts.append([rng.choice([0, 1, 2, rng.randrange(3, 12), rng.randrange(12, 40)]) for _ in range(subs)])
+        choices = [0] if v % 4 == 1 else [0, 1, 2, rng.randrange(3, 12), rng.randrange(12, 40)]
+        counts.append([rng.choice(choices) for _ in range(subs)])
         for s, count in enumerate(counts[-1]):
             for i in range(count):
                 item = ((v * 64 + s * 16 + i) % (1 << idx_w)) << VALUE_W | rng.randrange(1, 1 << VALUE_W)
@@ -63,6 +65,7 @@ async def merger_deals_by_the_rules(dut, stall: float):
 
     received = [[] for _ in range(units)]  # per unit, its items in order
     vector_ends = 0
+    marked_empty = []  # per vector_in, whether it was marked empty
     last_room = last_enable = False  # seen at the cycle before: a write needs room then
     deals = tail = 0
     for cycle in range(config["cycles"]):
@@ -90,7 +93,9 @@ async def merger_deals_by_the_rules(dut, stall: float):
                 received[u].append(item)
                 values += item != end
         assert values <= units
-        vector_ends += int(dut.vector_in.value)
+        if int(dut.vector_in.value):
+            vector_ends += 1
+            marked_empty.append(bool(int(dut.vector_empty.value)))
         pops = int(dut.in_pop.value)
         last_room, last_enable = room, enable
 
@@ -105,6 +110,10 @@ async def merger_deals_by_the_rules(dut, stall: float):
 
     assert all(not source.items for source in sources), "the merger stopped taking items"
     assert vector_ends == len(vectors)
+    empty = [not sent for sent in vectors]
+    assert marked_empty == empty, "vector_empty marks exactly the vectors without activations"
+    # With SKIP_EMPTY the units see only the vectors with activations.
+    dealt = [sent for sent in vectors if sent or not config["SKIP_EMPTY"]]
     # Per unit, the vectors' activations, each vector closed by one end item.
     per_unit = []
     for u in range(units):
@@ -115,9 +124,9 @@ async def merger_deals_by_the_rules(dut, stall: float):
                 current = []
             else:
                 current.append(item)
-        assert current == [] and len(chunks) == len(vectors), f"unit {u}: {len(chunks)} end items"
+        assert current == [] and len(chunks) == len(dealt), f"unit {u}: {len(chunks)} end items"
         per_unit.append(chunks)
-    for v, sent in enumerate(vectors):
+    for v, sent in enumerate(dealt):
         shares = [len(per_unit[u][v]) for u in range(units)]
         assert sum((Counter(per_unit[u][v]) for u in range(units)), Counter()) == sent, f"vector {v}"
         assert max(shares) - min(shares) <= 1, f"vector {v}: shares {shares}"

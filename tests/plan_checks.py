@@ -519,6 +519,7 @@ _RTL_MEMORIES = [
     (rf"u_stage(\d+)\.{_PE}\.g_pipelined\.g_banks\.u_bank[01]\.mem", "stage", "accumulators"),
     (rf"u_stage(\d+)\.{_PE}\.g_pipelined\.g_stacked\.u_banks\.mem", "stage", "accumulators"),  # both
     (r"u_stage(\d+)\.g_sparse\.g_group\[\d+\]\.u_words\.mem", "stage", "drained words"),
+    (r"u_stage(\d+)\.g_order\.u_order\.mem", "stage", "vector order"),
     (r"u_stage(\d+)\.g_serialize\.u_words\.mem", "stage", "drained words"),
     (r"u_stage(\d+)\.u_desc\.mem", "stage", "descriptors"),
     (r"u_stage(\d+)\.g_channel\[\d+\]\.u_requests\.mem", "stage", "row requests"),  # one per channel

@@ -54,6 +54,7 @@ from fpgagen.schedule.cost_model import (
     DEEP_CHANNEL_AHEAD,
     L_COMPUTE,
     L_DRAIN,
+    L_EMPTY,
     L_LOOKUP,
     L_MEMORY,
     L_PASS,
@@ -231,18 +232,18 @@ def test_the_cost_model_drains_as_few_lanes_as_keep_the_stage_as_fast():
     gc = quantize(network(64, 3), parse_precision("w8a16"), images)
     cost = CostModel(gc, BOARD, Activity.from_calibration(gc, images))
 
-    def held(lanes: int | None) -> float:
-        return float(cost.cycles(1, 8, DATAFLOW, 1, drain_lanes=lanes).overlapped.mean())
+    def held(lanes: int | None, units: int = 1, private: bool = False) -> float:
+        return float(cost.cycles(1, 16, DATAFLOW, units, private=private, drain_lanes=lanes).overlapped.mean())
 
-    # layer 1 on 8 PEs and one unit: 4 lanes hold each vector as long as 8, 2 longer
-    assert cost.drain_lanes(1, 8, 1, False) == 4
-    assert held(4) <= held(None) * (1 + cost_model.DRAIN_LANE_SLACK) < held(2)
-    assert cost.dataflow(1, 8, 1, choose_lanes=True).stage.drain_lanes == 4
-    # a vector's compute overlaps the drain of the vector before, not its own: with two units the
-    # computes are short, and a short one after a long drain waits for it
-    assert cost.drain_lanes(1, 8, 2, True) is None
+    # layer 1 on 16 PEs and one unit: 2 lanes hold each vector as long as 16, 1 longer
+    assert cost.drain_lanes(1, 16, 1, False) == 2
+    assert held(2) <= held(None) * (1 + cost_model.DRAIN_LANE_SLACK) < held(1)
+    assert cost.dataflow(1, 16, 1, choose_lanes=True).stage.drain_lanes == 2
+    # two private units compute each vector in about half the cycles: the drain needs 4 lanes
+    assert cost.drain_lanes(1, 16, 2, True) == 4
+    assert held(4, 2, True) <= held(None, 2, True) * (1 + cost_model.DRAIN_LANE_SLACK) < held(2, 2, True)
     # the model's last layer drains dense beats of all P
-    assert cost.drain_lanes(2, 8, 1, False) is None
+    assert cost.drain_lanes(2, 16, 1, False) is None
 
 
 def test_a_vector_computes_while_the_vector_before_drains():
@@ -250,6 +251,30 @@ def test_a_vector_computes_while_the_vector_before_drains():
     computes, drains = np.array([100.0, 10.0, 100.0, 10.0]), np.array([80.0, 2.0, 80.0, 2.0])
     cycles = LayerCycles(50.0, 41.0, 0.0, "compute", computes, np.zeros(4), drains=drains)
     assert list(cycles.overlapped) == [100.0, 80.0, 100.0, 80.0]
+
+
+def test_an_empty_vector_takes_no_bank():
+    # vectors 1 and 3 are empty: each holds the stage L_EMPTY cycles, and the banked vector after
+    # it computes while the last banked one drains (vector 2 pairs with vector 0's drain, vector 0
+    # with vector 2's: the sample wraps round)
+    computes, drains = np.array([100.0, 10.0, 30.0, 10.0]), np.array([80.0, 2.0, 50.0, 2.0])
+    empty = np.array([False, True, False, True])
+    cycles = LayerCycles(50.0, 41.0, 0.0, "compute", computes, np.zeros(4), drains=drains, empty=empty)
+    assert list(cycles.overlapped) == [100.0, L_EMPTY, 80.0, L_EMPTY]
+    # measured: a vector without an active input at a quiet layer is empty; at layer 1 of a model
+    # whose layer 0 outputs are never zero without input, nothing is quiet
+    model = two_layers()
+    rows = np.array([[1, 0, 1], [0, 0, 0], [0, 1, 0]], dtype=bool)
+    x1 = np.vstack([X1, X1[:1]])
+    cost = CostModel(
+        model, BOARD, Activity((rows.mean(axis=0), x1.mean(axis=0)), "hand-made", (rows, x1)), relabel=False
+    )
+    assert list(cost.cycles(0, 2, DATAFLOW, 1).empty) == [False, True, False]
+    assert cost.cycles(0, 2, DATAFLOW, 1).overlapped[1] == L_EMPTY
+    assert cost.cycles(1, 2, DATAFLOW, 1).empty is None  # the model's last layer: dense beats
+    # one expected vector is never empty
+    expected = CostModel(model, BOARD, Activity((np.array([0.5, 1.0, 0.5]), np.ones(5)), "p"), relabel=False)
+    assert expected.cycles(0, 2, DATAFLOW, 1).empty is None
 
 
 def test_a_quiet_vector_drains_its_end_words_alone():

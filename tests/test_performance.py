@@ -19,7 +19,10 @@ from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.manifest import read_manifest
 from fpgagen.performance import layer_performance, read_sim_results
-from fpgagen.schedule.cost_model import TANDEM_PASSES
+from fpgagen.prepare import FrontOptions, prepare
+from fpgagen.schedule.activity import Activity
+from fpgagen.schedule.boards import load_board
+from fpgagen.schedule.cost_model import TANDEM_PASSES, CostModel
 
 LAYERS, IMAGES = 4, 12
 OWN_IMAGES = 32  # the first layer has 80-100 cycles of work a vector: its pipeline tail counts for less over more
@@ -68,6 +71,36 @@ def test_cost_model_predicts_measured_cycles(mode, pes, gc_inputs, tmp_path, run
     # bound does not count: with 16-bit slots the first layer at P=16 (380 cycles of work a vector)
     # is no longer hidden behind the channel, and measures 0.77.
     check_layers(layers, efficiency=0.75 if mode == "sequential" else 0.8)
+
+
+def test_empty_vectors_pass_the_banks(gc_inputs, tmp_path, run_cli, monkeypatch):
+    """Every other image blank: each stage gets an empty vector between two live ones. An empty
+    vector takes no bank (docs/engine.md, "Empty vectors"), so the live vector after it computes
+    while the one before drains: the design runs at the model's interval (Verilator 155.6 cycles a
+    vector, the model 150.3), 18% shorter than if empty vectors waited for banks as quiet ones do
+    (the model with them banked: 184.3; the RTL with them banked measured 196.3)."""
+    images = np.load(gc_inputs / "repeated_images.npy")
+    images[1::2] = 0.0
+    np.save(tmp_path / "blank.npy", images)
+    outdir = tmp_path / "blank"
+    compiled = run_cli(
+        "compile", gc_inputs / "gc1024.onnx", "-o", outdir, "--schedule", "dataflow", "--pes", 16,
+        "--calib", tmp_path / "blank.npy", "--vectors", len(images),
+    )  # fmt: skip
+    assert compiled.exit_code == 0, compiled.stderr
+    simulated = run_cli("sim", outdir, "--simulator", SIMULATOR)
+    assert simulated.exit_code == 0, simulated.stderr
+    manifest, results = read_manifest(outdir), read_sim_results(outdir)
+    steady = (results["total_cycles"] - results["first_output_cycles"]) / (results["vectors"] - 1)
+    modelled = manifest["estimate"]["totals"]["interval"]
+    assert abs(modelled - steady) <= ERROR_TARGET * steady, f"interval: model {modelled}, measured {steady}"
+
+    board = load_board("u280")
+    options = FrontOptions(policy="dataflow", pes=16, calib=tmp_path / "blank.npy")
+    model = prepare(gc_inputs / "gc1024.onnx", board, options).model
+    monkeypatch.setattr(CostModel, "_empty_vectors", lambda self, index: None)
+    banked = CostModel(model, board, Activity.from_calibration(model, images)).estimate(model.schedule.stages, 1)
+    assert banked.interval > 1.15 * steady, f"interval with empty vectors banked {banked.interval}, measured {steady}"
 
 
 def test_striped_channels_feed_a_stage_as_the_cost_model_says(gc_inputs, tmp_path, run_cli):

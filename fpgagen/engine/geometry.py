@@ -42,6 +42,9 @@ BALANCED_ROW_BEATS = 2
 PE_SLACK = 8  # entries in flight from an issue decision to the FIFO: ROM (2), entry register, the room AND (3)
 ITEM_FIFO_DEPTH = 8  # activations queued at an issue unit, dealt by the merger
 ITEM_SLACK = 3  # the merger's register between deciding and routing, and the flag's own register
+# vectors between a quiet stage's merger and its drain, a flag each (docs/engine.md, "Empty
+# vectors"): empty ones queue there while a vector computes, the drain takes them in turn
+ORDER_DEPTH = 16
 ROW_FIFO_DEPTH = 8  # looked-up rows waiting for their beats to issue
 WORD_FIFO_DEPTH = 32  # drained words waiting for a serializer: the drain runs ahead of sparse outputs
 # words in flight: six to the PEs' outputs (seven with stacked banks, one more for drain lanes'
@@ -500,11 +503,13 @@ def dataflow_memories(
     loaded: bool = False,
     private: bool = False,
     drain_lanes: int | None = None,
+    quiet: bool = False,
 ) -> list[Memory]:
     """A dataflow stage of K issue units: its row table and weight ROM (a copy per two units), or
     its `loaded` weights in UltraRAM, bias ROM (a word of `drain_lanes` biases a drain row, a
     constant when it is one word), the units' activation and row FIFOs, the PEs' FIFOs and banks
-    (or each unit's `private` PEs' banks), and its drain (`drain_lanes` a cycle; None: P)."""
+    (or each unit's `private` PEs' banks), and its drain (`drain_lanes` a cycle; None: P); a
+    `quiet` stage's order of vectors (stage_is_quiet)."""
     pes, copies, ports = layer.pes, rom_copies(units), rom_ports(units)
     lanes = drain_lanes or pes
     row_bits = layer.start_bits + layer.count_bits
@@ -534,6 +539,7 @@ def dataflow_memories(
             private,
         ),
         *drain_memories(layer.drain_groups(units, lanes), output, drained_words(pes, lanes)),
+        *([Memory.sized("vector order", ORDER_DEPTH, 1)] if quiet else []),
     ]
 
 

@@ -72,6 +72,13 @@ def zero_without_input(layer: Layer) -> bool:
     return not np.any(requantize(numerics.bias_q.astype(np.int64), numerics.shift, numerics.lo_q, numerics.hi_q))
 
 
+def stage_is_quiet(layer: Layer, last: bool) -> bool:
+    """Whether a dataflow stage of `layer` (`last`: the model's last, which drains dense beats)
+    drains a vector that reached none of its PEs by its end words alone, and lets an empty vector
+    pass its banks (docs/engine.md, "Quiet vectors", "Empty vectors")."""
+    return not last and zero_without_input(layer)
+
+
 def channel(subs: int, length: int, deep: str | None) -> Channel:
     """A channel of `subs` sub-channels carrying vectors of `length`: deep, in the kind of memory
     `deep` names (Schedule.deep_channels), or shallow (None)."""
@@ -221,7 +228,7 @@ class StagePlan:
     def skips_quiet(self) -> bool:
         """A dataflow stage, not the model's last, whose outputs are all zero without input: a vector
         that puts no entry on its PEs drains its end words alone (docs/engine.md, "Quiet vectors")."""
-        return not self.sequential and not self.last and zero_without_input(self.layers[0].layer)
+        return not self.sequential and stage_is_quiet(self.layers[0].layer, self.last)
 
     @property
     def groups(self) -> Groups:
@@ -421,8 +428,16 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
         else:
             (plan,) = layer_plans
             shape, loop, loop_depth = plan.shape, None, 0
+            quiet = stage_is_quiet(plan.layer, isinstance(output, DenseOutput))
             memories = dataflow_memories(
-                plan.shape, stage.units, channels[-1].index_bits, output, loaded, stage.private, stage.drain_lanes
+                plan.shape,
+                stage.units,
+                channels[-1].index_bits,
+                output,
+                loaded,
+                stage.private,
+                stage.drain_lanes,
+                quiet,
             )
             logic = plan.shape.logic(stage.units, stage.private, stage.drain_lanes)
         stages.append(

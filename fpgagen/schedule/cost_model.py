@@ -55,7 +55,7 @@ from ..engine.memory import (
     Memory,
 )
 from ..engine.memory import URAM as ULTRA_RAM
-from ..engine.plan import layer_shape, reader_channel, stage_output, zero_without_input
+from ..engine.plan import layer_shape, reader_channel, stage_is_quiet, stage_output
 from ..errors import FpgagenError
 from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, Layer, Model, Stage
 from .activity import Activity
@@ -87,6 +87,9 @@ L_READER = 4
 L_LOOKUP = 6
 # A quiet vector's drain (docs/engine.md, "Quiet vectors"): the end words' two registers, no row read.
 L_QUIET = 2
+# An empty vector's turn at the drain (docs/engine.md, "Empty vectors"): the decision, its end
+# words' two registers.
+L_EMPTY = 3
 # The groups' multiplexer before the requantizers when the drain takes fewer lanes than P (a
 # register: one cycle more), and the cost model's choice of drain lanes: the fewest whose stage
 # holds each vector, on average, at most this much longer than with all P (CostModel.drain_lanes).
@@ -383,6 +386,8 @@ class LayerCycles:
     # a dataflow layer's drain per vector, where quiet vectors drain their end words alone
     # (`drain` is their mean); None: `drain` for every vector
     drains: np.ndarray | None = field(default=None, compare=False, repr=False)
+    # a dataflow layer's empty vectors (no activation: they take no bank), per measured vector
+    empty: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def occupancy(self) -> float:
@@ -397,9 +402,11 @@ class LayerCycles:
         previous vector's drain and its own outputs (the serializers, behind word FIFOs that hold a
         vector's values, keep to their own vector). Pairing a vector's compute with its own drain missed
         the stall when a short vector follows a long drain: bench_rtl's GC 1024 x 8 at P = 64 with
-        drain lanes, half its vectors quiet, modelled 322.0 cycles a vector, measured 355.3."""
+        drain lanes, half its vectors quiet, modelled 322.0 cycles a vector, measured 355.3. An
+        empty vector takes no bank, only its turn at the drain (L_EMPTY), and the vector after it
+        pairs with the drain of the last vector that took one."""
         drains = np.broadcast_to(self.drain if self.drains is None else self.drains, self.computes.shape)
-        return np.maximum(np.maximum(self.computes, np.roll(drains, 1)), self.outputs)
+        return stage_holds(self.computes, drains, self.empty, self.outputs)
 
     @property
     def held(self) -> np.ndarray:
@@ -429,6 +436,22 @@ class LayerCycles:
         serializer to emit them, and (`looped_back`) for the last one's lookup and read."""
         waiting = before.outputs - before.drain - L_PASS
         return waiting + self.tails if looped_back else waiting
+
+
+def stage_holds(
+    computes: np.ndarray, drains: np.ndarray, empty: np.ndarray | None, outputs: np.ndarray | float = 0.0
+) -> np.ndarray:
+    """Per vector, how long a dataflow stage holds it (LayerCycles.overlapped): the longest of its
+    compute, its `outputs` and the drain it overlaps, the previous vector's or, where `empty` marks
+    the vectors that take no bank, the previous one's that does; L_EMPTY for an empty vector. The
+    sample wraps round, as the tandem line repeats it."""
+    if empty is None or not empty.any():
+        return np.maximum(np.maximum(computes, np.roll(drains, 1)), outputs)
+    order = np.arange(empty.size)
+    banked = np.maximum.accumulate(np.where(empty, -1, order))  # the last vector up to v with a bank
+    before = np.roll(banked, 1)
+    before = np.where(before < 0, banked[-1], before)  # before the sample's first: its last
+    return np.where(empty, float(L_EMPTY), np.maximum(np.maximum(computes, drains[before]), outputs))
 
 
 def adder_levels(units: int) -> int:
@@ -765,9 +788,12 @@ class CostModel:
         self._cycles: dict[tuple[int, int, str, int, int, int, bool, int], LayerCycles] = {}
         self._outputs: dict[tuple[int, int, int, int], np.ndarray] = {}  # shared by a layer's modes, slots, channels
         self._quiet: dict[tuple[int, int], np.ndarray | None] = {}  # shared by a layer's K, PEs' kinds, lanes
+        self._empty: dict[int, np.ndarray | None] = {}
         self._issue: dict[tuple[int, int, int], np.ndarray] = {}  # shared by shared and private PEs
         self._pe_busy: dict[tuple[int, int], np.ndarray] = {}  # shared by a dataflow layer's K
         self.encodings = tuple(encoding_of(layer.numerics) for layer in model.layers)
+        # the layers whose dataflow stages drain quiet vectors alone and let empty ones pass
+        self.quiet = tuple(stage_is_quiet(layer, self.is_last(index)) for index, layer in enumerate(model.layers))
         self.uram = board.has_free_uram  # loaded tables may go to UltraRAM
 
     @property
@@ -873,6 +899,7 @@ class CostModel:
             compute,
             output,
             drains=drains,
+            empty=self._empty_vectors(index),
         )
 
     def _drain_length(self, index: int, pes: int, units: int, private: bool, drain_lanes: int) -> tuple[float, int]:
@@ -902,7 +929,7 @@ class CostModel:
         key = (index, pes)
         if key not in self._quiet:
             self._quiet[key] = None
-            if not self.is_last(index) and zero_without_input(self.layers[index]):
+            if self.quiet[index]:
                 inputs = self.activity.inputs(index)
                 has_beats = self.placement(index, pes).beats > 0
                 if inputs.measured:
@@ -911,6 +938,19 @@ class CostModel:
                     with np.errstate(divide="ignore"):  # an input that is always active: never quiet
                         self._quiet[key] = np.exp(np.log1p(-inputs.rows[0][has_beats]).sum(keepdims=True))
         return self._quiet[key]
+
+    def _empty_vectors(self, index: int) -> np.ndarray | None:
+        """Per measured vector, whether it brings layer `index` no activation, at a quiet layer
+        (docs/engine.md, "Empty vectors"); None for one expected vector, which is never empty: it
+        holds every bank's stall a sometimes empty vector would spare."""
+        if index not in self._empty:
+            inputs = self.activity.inputs(index)
+            self._empty[index] = (
+                (inputs.rows.sum(axis=1) == 0)
+                if self.quiet[index] and inputs.measured and len(inputs.rows) > 1
+                else None
+            )
+        return self._empty[index]
 
     def memory_cycles(self, beats: np.ndarray, reads: np.ndarray, beat_bytes: int, channels: int = 1) -> np.ndarray:
         """Cycles to bring `beats` beats of `beat_bytes` bytes, striped over `channels` memory
@@ -1013,7 +1053,9 @@ class CostModel:
         taking `drain_lanes` a cycle (None: P), its output channel `deep` or shallow (fpgagen.engine)."""
         shape = self.shape(index, pes)
         output = stage_output(self.model, index, pes, units, deep)
-        return dataflow_memories(shape, units, bits_for(shape.n_in - 1), output, loaded, private, drain_lanes)
+        return dataflow_memories(
+            shape, units, bits_for(shape.n_in - 1), output, loaded, private, drain_lanes, self.quiet[index]
+        )
 
     def loadable(self, index: int, pes: int) -> bool:
         """Whether the board lets a dataflow stage of layer `index` on P PEs load its weights into
@@ -1042,7 +1084,7 @@ class CostModel:
             # the drain alone, against the computes of the vectors after it, may already hold the
             # stage longer: then its serializers' outputs (the costly part) need no counting
             drains = self._drains(index, pes, self._drain_length(index, pes, units, private, lanes)[0])
-            if float(np.maximum(every.computes, np.roll(drains, 1)).mean()) > limit:
+            if float(stage_holds(every.computes, drains, every.empty).mean()) > limit:
                 continue
             held = self.cycles(index, pes, DATAFLOW, units, private=private, drain_lanes=lanes).overlapped
             if float(held.mean()) <= limit:

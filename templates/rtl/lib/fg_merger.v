@@ -2,7 +2,9 @@
 // gets an equal share of a vector's activations whatever sub-channels they came on. A vector
 // ends when every sub-channel has delivered its end item: then every unit gets one end item.
 // Items {end, index, value}; the unit FIFOs' `room` flags are registered, with slack for the
-// merger's register between deciding and routing.
+// merger's register between deciding and routing. With SKIP_EMPTY a vector without activations
+// deals no end items: `vector_empty` marks its `vector_in`, and its stage writes its end words
+// without the units (fg_stage.v, "Empty vectors").
 //
 // Three steps, each ending in registers (docs/engine.md, "Merger"), so that no path reaches from
 // a sub-channel FIFO through a decision into a unit FIFO:
@@ -14,7 +16,8 @@
 module fg_merger #(
     parameter integer S = 1,
     parameter integer K = 1,
-    parameter integer IDX_W = 1
+    parameter integer IDX_W = 1,
+    parameter integer SKIP_EMPTY = 0
 ) (
     input  wire                     clk,
     input  wire                     rst,
@@ -25,7 +28,8 @@ module fg_merger #(
     output reg  [K*ITEM_W-1:0]      out_item,
     output reg  [K-1:0]             out_valid,
     input  wire [K-1:0]             out_room,
-    output wire                     vector_in      // pulse: a whole vector has been dealt
+    output wire                     vector_in,     // pulse: a whole vector has been dealt
+    output wire                     vector_empty   // ... and it had no activation (with `vector_in`)
 );
     localparam integer VALUE_W = 16;
     localparam integer ITEM_W = 1 + IDX_W + VALUE_W;
@@ -58,9 +62,11 @@ module fg_merger #(
     reg [S-1:0] ended;                  // sub-channels that delivered this vector's end item
     reg all_ended;                      // &ended, kept as a register so that `deal` is one LUT
     reg [K-1:0] next;                   // one-hot: the unit that gets the next activation
+    reg live;                           // an activation of this vector has been dealt
     wire all_room = &out_room;
     wire deal = enable && all_room && !all_ended;
     assign vector_in = enable && all_room && all_ended;
+    assign vector_empty = !live;
 
     // Which heads are activations and which end items; the first K activations are taken, the
     // r-th of them (r = its rank among this cycle's) by unit next + r, modulo K.
@@ -96,16 +102,19 @@ module fg_merger #(
             next <= {{(K-1){1'b0}}, 1'b1};
             decided_to <= {(S*K){1'b0}};
             end_dealt <= 1'b0;
+            live <= 1'b0;
         end else begin
             decided_to <= deal ? to_unit : {(S*K){1'b0}};
-            end_dealt <= vector_in;
+            end_dealt <= vector_in && (SKIP_EMPTY == 0 || live);
             if (vector_in) begin
                 ended <= {S{1'b0}};
                 all_ended <= 1'b0;
+                live <= 1'b0;
             end else if (deal) begin
                 ended <= ended | is_end;
                 all_ended <= &(ended | is_end);
                 next <= after;
+                live <= live || (|take);
             end
         end
         for (s = 0; s < S; s = s + 1) decided[s*DATA_W +: DATA_W] <= head[s*ITEM_W +: DATA_W];

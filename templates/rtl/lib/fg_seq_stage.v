@@ -233,11 +233,13 @@ module fg_seq_stage #(
     endgenerate
     wire [RD_ITEM_W-1:0] dealt;
     wire dealt_valid, merged;
+    /* verilator lint_off PINCONNECTEMPTY */
     fg_merger #(.S(S), .K(1), .IDX_W(RD_IDX_W)) u_merger (
         .clk(clk), .rst(rst), .enable(open && from_input),
         .in_item(merge_in), .in_valid(in_valid), .in_pop(in_pop),
-        .out_item(dealt), .out_valid(dealt_valid), .out_room(item_room), .vector_in(merged)
+        .out_item(dealt), .out_valid(dealt_valid), .out_room(item_room), .vector_in(merged), .vector_empty()
     );
+    /* verilator lint_on PINCONNECTEMPTY */
 
     wire [RD_IDX_W-1:0] loop_index;
     fg_resize #(.IN_W(LOOP_IDX_W), .OUT_W(RD_IDX_W), .SIGNED(0)) u_loop_index (

@@ -27,7 +27,11 @@
 //
 // Quiet vectors (QUIET; docs/engine.md): when every output of the layer is zero without input, a
 // vector none of whose beats reached this stage's PEs (no unit's `touched` for its bank) leaves its
-// bank empty, and the drain writes its end words alone instead of reading every row.
+// bank empty, and the drain writes its end words alone instead of reading every row. A vector
+// without any activation (an empty vector) does not even take a bank: the merger deals it to no
+// unit and notes its place in the order of vectors (ORDER_DEPTH of them in flight), and the drain
+// writes its end words when its turn comes, between the banks' vectors. So the vector after it
+// computes while the one before drains, instead of waiting behind both drains.
 module fg_stage #(
     parameter integer S = 1,            // sub-channels of the input channel
     parameter integer K = 1,            // issue units; also the sub-channels of the output channel
@@ -67,6 +71,7 @@ module fg_stage #(
     parameter integer PE_FIFO_DEPTH = 32,
     parameter integer PE_SLACK = 8,
     parameter integer ITEM_FIFO_DEPTH = 8,
+    parameter integer ORDER_DEPTH = 16, // vectors between the merger and the drain (QUIET)
     parameter integer ITEM_SLACK = 3,    // the merger's decide register and the flag's own register
     parameter integer ROW_FIFO_DEPTH = 8,
     parameter integer WORD_FIFO_DEPTH = 32,
@@ -147,12 +152,33 @@ module fg_stage #(
     wire [K-1:0] dealt_valid, item_room;
     wire [K*IN_ITEM_W-1:0] item;
     wire [K-1:0] item_valid, item_pop;
+    // The order of vectors (QUIET): a flag a vector, set for an empty one, read by the drain.
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire vector_in, vector_empty;       // unused without QUIET, as is the drain's `order_pop`
+    wire order_pop;
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire order_room, order_valid, order_head;
     /* verilator lint_off PINCONNECTEMPTY */
-    fg_merger #(.S(S), .K(K), .IDX_W(IN_IDX_W)) u_merger (
-        .clk(clk), .rst(rst), .enable(1'b1),
+    fg_merger #(.S(S), .K(K), .IDX_W(IN_IDX_W), .SKIP_EMPTY(QUIET)) u_merger (
+        .clk(clk), .rst(rst), .enable(QUIET == 0 || order_room),
         .in_item(in_item), .in_valid(in_valid), .in_pop(in_pop),
-        .out_item(dealt), .out_valid(dealt_valid), .out_room(item_room), .vector_in()
+        .out_item(dealt), .out_valid(dealt_valid), .out_room(item_room),
+        .vector_in(vector_in), .vector_empty(vector_empty)
     );
+    generate
+        if (QUIET != 0) begin : g_order
+            // a vector_in every other cycle at most: two free places cover the room flag's register
+            fg_fifo #(.WIDTH(1), .DEPTH(ORDER_DEPTH), .SLACK(2), .STYLE("distributed")) u_order (
+                .clk(clk), .rst(rst),
+                .in_data(vector_empty), .in_valid(vector_in), .in_ready(), .room(order_room),
+                .out_data(order_head), .out_valid(order_valid), .out_ready(order_pop)
+            );
+        end else begin : g_no_order
+            assign order_room = 1'b1;
+            assign order_valid = 1'b0;
+            assign order_head = 1'b0;
+        end
+    endgenerate
     /* verilator lint_on PINCONNECTEMPTY */
 
     generate
@@ -419,8 +445,9 @@ module fg_stage #(
     reg draining;                       // a bank is being drained
     reg issuing;                        // ... and rows are left to read
     /* verilator lint_off UNUSEDSIGNAL */
-    reg quiet_end;                      // a quiet bank's drain: its end words now (never: dense beats)
+    reg quiet_end;                      // a quiet bank's or an empty vector's drain: its end words now (never: dense beats)
     /* verilator lint_on UNUSEDSIGNAL */
+    reg skipping;                       // the drain writes an empty vector's end words: no bank to free
     reg [ROW_BITS-1:0] next_row;
     wire bank = drained_vectors[0];
     wire issue = issuing && room;
@@ -435,6 +462,18 @@ module fg_stage #(
     end
     always @(posedge clk) touched <= any_touched;
     wire quiet = QUIET != 0 && !touched[bank];
+    // The drain's next vector (QUIET: in the order of vectors) is empty, or in a bank. Its flag
+    // leaves the order FIFO the cycle after the decision (a register: the FIFO's pointers stay off
+    // the decision's path); the drain decides again no sooner than two cycles later.
+    wire next_empty = order_valid && order_head;
+    wire next_banked = QUIET == 0 || (order_valid && !order_head);
+    wire decide_empty = !draining && next_empty && room;
+    wire bank_whole = !draining && next_banked && (bank ? whole1 : whole0);
+    wire decide_bank = bank_whole && (!quiet || room);
+    wire read_rows = bank_whole && !quiet;  // (without room: the rows wait for it at `issue`)
+    reg order_taken;
+    always @(posedge clk) order_taken <= !rst && (decide_empty || decide_bank);
+    assign order_pop = order_taken;
     // row decided (issue) -> broadcast -> y, with the row and its being the last
     reg [DRAIN_LATENCY-1:0] in_flight;
     reg [DRAIN_LATENCY-1:0] flight_last;
@@ -490,31 +529,31 @@ module fg_stage #(
             drain_read <= 1'b0;
             drained <= 2'b00;
             quiet_end <= 1'b0;
+            skipping <= 1'b0;
             in_flight <= {DRAIN_LATENCY{1'b0}};
         end else begin
             drain_read <= issue;
             drained <= 2'b00;
             quiet_end <= 1'b0;
             in_flight <= {in_flight[DRAIN_LATENCY-2:0], issue};
-            if (!draining) begin
-                if (bank ? whole1 : whole0) begin
-                    if (!quiet) begin
-                        draining <= 1'b1;
-                        issuing <= 1'b1;
-                        next_row <= {ROW_BITS{1'b0}};
-                    end else if (room) begin
-                        draining <= 1'b1;
-                        quiet_end <= 1'b1;
-                    end
-                end
+            // an empty vector's or a quiet bank's end words, or a bank's rows
+            if (decide_empty || decide_bank) draining <= 1'b1;
+            if (decide_empty || (decide_bank && quiet)) quiet_end <= 1'b1;
+            if (decide_empty) skipping <= 1'b1;
+            if (read_rows) begin
+                issuing <= 1'b1;
+                next_row <= {ROW_BITS{1'b0}};
             end else if (issue) begin
                 next_row <= next_row + 1'b1;
                 if (next_row == LAST_ROW) issuing <= 1'b0;
             end
             if (finish) begin
                 draining <= 1'b0;
-                drained[bank] <= 1'b1;
-                drained_vectors <= drained_vectors + 2'd1;
+                skipping <= 1'b0;
+                if (!skipping) begin
+                    drained[bank] <= 1'b1;
+                    drained_vectors <= drained_vectors + 2'd1;
+                end
             end
         end
         drain_bank <= bank;
