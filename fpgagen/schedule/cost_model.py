@@ -787,7 +787,7 @@ class CostModel:
         self._shapes: dict[tuple[int, int], LayerShape] = {}
         self._cycles: dict[tuple[int, int, str, int, int, int, bool, int], LayerCycles] = {}
         self._outputs: dict[tuple[int, int, int, int], np.ndarray] = {}  # shared by a layer's modes, slots, channels
-        self._quiet: dict[tuple[int, int], np.ndarray | None] = {}  # shared by a layer's K, PEs' kinds, lanes
+        self._quiet_shares: dict[tuple[int, int], np.ndarray | None] = {}  # shared by a layer's K, PEs' kinds, lanes
         self._empty: dict[int, np.ndarray | None] = {}
         self._issue: dict[tuple[int, int, int], np.ndarray] = {}  # shared by shared and private PEs
         self._pe_busy: dict[tuple[int, int], np.ndarray] = {}  # shared by a dataflow layer's K
@@ -927,17 +927,17 @@ class CostModel:
         probability); None where no vector is quiet (the layer's outputs are not all zero without
         input, or it is the model's last). Computed once for every K, kind of PE and drain lanes."""
         key = (index, pes)
-        if key not in self._quiet:
-            self._quiet[key] = None
+        if key not in self._quiet_shares:
+            self._quiet_shares[key] = None
             if self.quiet[index]:
                 inputs = self.activity.inputs(index)
                 has_beats = self.placement(index, pes).beats > 0
                 if inputs.measured:
-                    self._quiet[key] = ((inputs.rows @ has_beats) == 0).astype(np.float64)
+                    self._quiet_shares[key] = ((inputs.rows @ has_beats) == 0).astype(np.float64)
                 else:
                     with np.errstate(divide="ignore"):  # an input that is always active: never quiet
-                        self._quiet[key] = np.exp(np.log1p(-inputs.rows[0][has_beats]).sum(keepdims=True))
-        return self._quiet[key]
+                        self._quiet_shares[key] = np.exp(np.log1p(-inputs.rows[0][has_beats]).sum(keepdims=True))
+        return self._quiet_shares[key]
 
     def _empty_vectors(self, index: int) -> np.ndarray | None:
         """Per measured vector, whether it brings layer `index` no activation, at a quiet layer
