@@ -167,6 +167,9 @@ class StagePlan:
     units: int  # issue units: activations taken per cycle; sub-channels of the output channel
     private: bool  # a dataflow stage whose units each have `pes` PEs of their own (Stage.private)
     drain_lanes: int  # what its drain requantizes a cycle (Stage.drain_lanes): P for a sequential stage
+    # a dataflow stage that drains a vector reaching none of its PEs by its end words alone and lets
+    # an empty vector pass its banks (stage_is_quiet; docs/engine.md, "Quiet vectors")
+    skips_quiet: bool
     layers: tuple[LayerPlan, ...]
     input: Channel
     output: Output
@@ -223,12 +226,6 @@ class StagePlan:
     def drain_steps(self) -> int:
         """The groups of PEs the drain reads in turn at a local address."""
         return self.pes // self.drain_lanes
-
-    @cached_property
-    def skips_quiet(self) -> bool:
-        """A dataflow stage, not the model's last, whose outputs are all zero without input: a vector
-        that puts no entry on its PEs drains its end words alone (docs/engine.md, "Quiet vectors")."""
-        return not self.sequential and stage_is_quiet(self.layers[0].layer, self.last)
 
     @property
     def groups(self) -> Groups:
@@ -420,6 +417,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
                 f"stage {number}: its weights are to be loaded into UltraRAM, which {board.name} has none of"
             )
         layer_plans, tables = _layer_plans(model, stage.layers, stage.pes, stage.channels if sequential else 0)
+        quiet = not sequential and stage_is_quiet(layer_plans[0].layer, isinstance(output, DenseOutput))
         if tables is not None:
             shape = tables
             memories = sequential_memories(shape, output, board.has_free_uram)
@@ -428,7 +426,6 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
         else:
             (plan,) = layer_plans
             shape, loop, loop_depth = plan.shape, None, 0
-            quiet = stage_is_quiet(plan.layer, isinstance(output, DenseOutput))
             memories = dataflow_memories(
                 plan.shape,
                 stage.units,
@@ -448,6 +445,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
                 units=stage.units,
                 private=stage.private,
                 drain_lanes=stage.drain_lanes or stage.pes,
+                skips_quiet=quiet,
                 layers=layer_plans,
                 input=channels[-1],
                 output=output,
