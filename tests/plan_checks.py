@@ -167,7 +167,7 @@ def expected_stage_parameters(stage: StagePlan, load_bits: int = 1) -> dict[str,
         "DRAIN_SLACK": DRAIN_SLACK, "SUM_W": stage.sum_bits,
         "SCALE": stage.encoding.scale,
         "SCALE_SHIFT": -1 if stage.encoding.scale_shift is None else stage.encoding.scale_shift,
-        "SINGLE_CYCLE": int(stage.logic.single_cycle),
+        "SINGLE_CYCLE": int(stage.logic.single_cycle), "ROTATED": int(stage.rotations is not None),
     }  # fmt: skip
     if not stage.sequential:
         (layer,) = stage.layers
@@ -205,6 +205,10 @@ def check_rtl_follows_the_plan(rtl: Path, plan: EnginePlan) -> None:
         load_bits = load_port.data_bits if load_port is not None else 1
         for name, value in expected_stage_parameters(stage, load_bits).items():
             assert int(found[name]) == value, f"stage {stage.index} {name}: {found[name]} != {value}"
+        if stage.rotations is not None:  # the table of rotations, r_a at bits [a * ROT_W +: ROT_W]
+            width, packed = int(found["ROT_W"]), int(found["ROTATIONS"].split("'h")[1], 16)
+            table = [(packed >> (address * width)) & ((1 << width) - 1) for address in range(stage.rotations.size)]
+            assert table == stage.rotations.tolist(), f"stage {stage.index}"
         if stage.sequential and any(memory.role == "drained words" for memory in stage.memories):
             # a whole pass's words and its end word fit beside the slack: the drain never waits
             assert int(found["WORD_FIFO_DEPTH"]) >= stage.addresses + 1 + DRAIN_SLACK, f"stage {stage.index}"
@@ -293,7 +297,11 @@ def check_hls_follows_the_plan(hls: Path, plan: EnginePlan) -> None:
             "ACC_BITS": stage.acc_bits, "LOCAL_BITS": stage.local_bits, "START_BITS": stage.start_bits,
             "COUNT_BITS": stage.count_bits, "ITEM_DEPTH": stage.memory("unit activations").depth,
             "WORD_DEPTH": next((m.depth for m in stage.memories if m.role == "drained words"), 1),
+            "ROTATIONS": 1 if stage.rotations is None else stage.rotations.size,
         }  # fmt: skip
+        rotations = [0] if stage.rotations is None else stage.rotations.tolist()
+        table = (hls / "weights" / f"{stage.name}.h").read_text()
+        assert f"cfg::rotation[cfg::ROTATIONS] = {{ {', '.join(map(str, rotations))} }};" in table, stage.name
         if stage.sequential:
             ports = [plan.interface.ports[k] for k in stage.ports]
             port = ports[0]

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from fpgagen.engine import geometry
 from fpgagen.engine.encoding import Encoding, encoding_of
@@ -30,6 +31,7 @@ from fpgagen.engine.geometry import (
 from fpgagen.engine.memory import BRAM as BLOCK_RAM
 from fpgagen.engine.memory import CONSTANT, LUTRAM, Memory
 from fpgagen.engine.memory import URAM as ULTRA_RAM
+from fpgagen.engine.relabel import output_rotations
 from fpgagen.errors import DoesNotFit
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.ir import (
@@ -131,6 +133,23 @@ def test_relabelling_spreads_a_row_over_the_pes():
     weights = sparse_weights(np.tile([1.0, 0.0, 1.0, 0.0], (4, 1)))
     assert place(weights, 2, relabel=False).beats.tolist() == [2, 2, 2, 2]
     assert place(weights, 2, relabel=True).beats.tolist() == [1, 1, 1, 1]
+
+
+def test_the_last_layer_is_rotated_where_that_saves_beats():
+    """The model's last layer keeps its order, but the engine may rotate each address's outputs
+    over the PEs (fpgagen.engine.relabel.output_rotations): a Graph Challenge 1024 row puts two
+    nonzeros on a PE at P = 32 in order, one rotated. No rotation where it saves nothing (P = 16:
+    a row's 32 nonzeros fill two beats anyway), and a partial last address is not rotated."""
+    weights = network(1024, 2).layers[1].weights
+    assert place(weights, 32, relabel=False).beats.max() == 2
+    rotated = place(weights, 32, relabel=False, last=True)
+    assert rotated.rotations is not None and rotated.beats.tolist() == [1] * 1024
+    turns = (rotated.pe.reshape(32, 32) - np.arange(32)) % 32  # an address's outputs in cyclic order
+    assert (turns == turns[:, :1]).all() and turns.any()
+    assert output_rotations(weights, 16) is None
+    assert place(weights, 16, relabel=False, last=True).rotations is None
+    partial = output_rotations(sp.csr_array(weights[:, :1000]), 32)  # its last address: 8 outputs
+    assert partial is not None and partial.size == 32 and partial[-1] == 0 and partial.any()
 
 
 def test_a_dataflow_layer_takes_its_busiest_unit_or_pe_vector_by_vector():

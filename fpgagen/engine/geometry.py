@@ -186,6 +186,11 @@ class LogicShape:
     single_cycle: bool = False  # banks in LUT RAM, no multiplier: the one-cycle read-modify-write
     private: bool = False  # each unit has pes / units PEs of its own, without FIFOs (Stage.private)
     drain_lanes: int = 0  # what the drain requantizes a cycle (Stage.drain_lanes); 0: all `lanes`
+    # the dense beats' rotator (the model's last layer, rotated: fg_dense.v): its lanes (0: none),
+    # levels, and the local addresses of its table of rotations
+    rotated_lanes: int = 0
+    rotated_levels: int = 0
+    rotated_addresses: int = 0
 
     @property
     def lanes(self) -> int:
@@ -325,6 +330,9 @@ class LayerShape:
     weight_bits: int  # the weights' format: an off-chip slot holds them in any case
     encoding: Encoding  # its slots on chip (a dataflow stage)
     one_bias: bool = False  # every output has the same bias (every Graph Challenge layer's)
+    # the model's last layer, its outputs rotated over the PEs: the rotator's levels (0: in place;
+    # fpgagen.engine.relabel.rotation_levels)
+    rotation_levels: int = 0
 
     @property
     def sum_bits(self) -> int:
@@ -374,8 +382,25 @@ class LayerShape:
         )
         drained = 0 if drain_lanes in (None, self.pes) else drain_lanes
         return replace(
-            logic, stacked=self.stacked, single_cycle=self.single_cycle, private=private, drain_lanes=drained
+            logic,
+            stacked=self.stacked,
+            single_cycle=self.single_cycle,
+            private=private,
+            drain_lanes=drained,
+            **self.rotator,
         )
+
+    @property
+    def rotator(self) -> dict[str, int]:
+        """The LogicShape fields of the dense beats' rotator of a rotated layer (none otherwise)."""
+        if not self.rotated:
+            return {}
+        return {"rotated_lanes": self.pes, "rotated_levels": self.rotation_levels, "rotated_addresses": self.addresses}
+
+    @property
+    def rotated(self) -> bool:
+        """The model's last layer, its outputs rotated over the PEs (docs/engine.md, "Rotated outputs")."""
+        return self.rotation_levels > 0
 
     def drain_rows(self, drain_lanes: int | None = None) -> int:
         """What a dataflow stage's drain reads per vector: each local address of every group of
@@ -621,6 +646,7 @@ class SequentialShape:
             multipliers=self.pes if self.encoding.multiplies else 0,
             channels=self.channels,
             single_cycle=self.single_cycle,
+            **(self.last.rotator if self.last is not None else {}),
         )
 
     @property

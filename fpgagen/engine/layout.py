@@ -62,13 +62,14 @@ class LaneLayout:
         )
 
 
-def lane_layout(weights_q: sp.csr_array, pes: int) -> LaneLayout:
-    """Pack integer weights (in_features, out_features) into P lanes."""
+def lane_layout(weights_q: sp.csr_array, pes: int, pe_of_output: np.ndarray | None = None) -> LaneLayout:
+    """Pack integer weights (in_features, out_features) into P lanes, output j in lane j mod P or
+    in lane pe_of_output[j] (the model's last layer, rotated: fpgagen.engine.relabel)."""
     n_in, n_out = weights_q.shape
     csr = sp.csr_array(weights_q)
     csr.sort_indices()
     rows = np.repeat(np.arange(n_in), np.diff(csr.indptr))
-    lanes = csr.indices % pes
+    lanes = csr.indices % pes if pe_of_output is None else pe_of_output[csr.indices]
     key = rows * pes + lanes
     counts = np.bincount(key, minlength=n_in * pes)
     row_beats = counts.reshape(n_in, pes).max(axis=1) if csr.nnz else np.zeros(n_in, dtype=np.int64)

@@ -42,13 +42,18 @@ from .geometry import (
 from .interface import Interface, plan_interface
 from .layout import LaneLayout, beats_per_row, lane_layout
 from .memory import Memory
+from .relabel import output_rotations, pe_of_rotated_outputs, rotation_levels
 
 
 def layer_shape(
-    layer: Layer, pes: int, row_beats: np.ndarray | None = None, encoding: Encoding | None = None
+    layer: Layer,
+    pes: int,
+    row_beats: np.ndarray | None = None,
+    encoding: Encoding | None = None,
+    rotation_levels: int = 0,
 ) -> LayerShape:
     """The shape of a quantized layer on P PEs (`row_beats`: its beats per row, and `encoding`,
-    if known)."""
+    if known; `rotation_levels`: the model's last layer, its outputs rotated over the PEs)."""
     numerics = layer.numerics
     beats = beats_per_row(numerics.weights_q, pes) if row_beats is None else row_beats
     return LayerShape(
@@ -61,6 +66,7 @@ def layer_shape(
         weight_bits=numerics.weight_format.bits,
         encoding=encoding_of(numerics) if encoding is None else encoding,
         one_bias=bool(np.all(numerics.bias_q == numerics.bias_q[0])),
+        rotation_levels=rotation_levels,
     )
 
 
@@ -112,6 +118,8 @@ class LayerPlan:
     row_offset: int  # its first entry in the stage's row table
     bias_offset: int  # its first local address in the stage's bias table
     offchip_base: int  # byte offset of its beats in each of the stage's off-chip images (sequential stages)
+    # the model's last layer, rotated: output a * P + q on PE (q + rotations[a]) mod P (None: on PE q)
+    rotations: np.ndarray | None = None
 
     @property
     def name(self) -> str:
@@ -136,10 +144,14 @@ class LayerPlan:
 
     @cached_property
     def bias(self) -> np.ndarray:
-        """(addresses, P): the bias of output a * P + p at [a, p], zero past the last output."""
-        padded = np.zeros(self.shape.addresses * self.shape.pes, dtype=np.int64)
+        """(addresses, P): at [a, p] the bias of the output on PE p at local address a (a * P + p,
+        or rotated), zero past the last output."""
+        addresses, pes = self.shape.addresses, self.shape.pes
+        padded = np.zeros(addresses * pes, dtype=np.int64)
         padded[: self.shape.n_out] = self.layer.numerics.bias_q
-        return padded.reshape(self.shape.addresses, self.shape.pes)
+        bias = np.zeros_like(padded)
+        bias[np.arange(padded.size) // pes * pes + pe_of_rotated_outputs(padded.size, pes, self.rotations)] = padded
+        return bias.reshape(addresses, pes)
 
     @property
     def rounded_bias(self) -> np.ndarray:
@@ -210,6 +222,11 @@ class StagePlan:
     def last(self) -> bool:
         """The model's last stage: drains dense beats to AXI4-Stream out."""
         return isinstance(self.output, DenseOutput)
+
+    @property
+    def rotations(self) -> np.ndarray | None:
+        """The model's last stage's dense beats: its last layer's rotations (None: in place)."""
+        return self.layers[-1].rotations if self.last else None
 
     @property
     def local_bits(self) -> int:
@@ -480,18 +497,33 @@ def _layer_plans(
     a sequential stage's shape (its beats striped over `channels`; 0 for a dataflow stage), whose
     tables its load phase reads from the images' start (`table_words`)."""
     layers = [model.layers[index] for index in indices]
-    layouts = [lane_layout(layer.numerics.weights_q, pes) for layer in layers]
-    shapes = [layer_shape(layer, pes, layout.row_beats) for layer, layout in zip(layers, layouts)]
+    rotations = [_rotations(model, index, pes) for index in indices]
+    layouts = [
+        lane_layout(layer.numerics.weights_q, pes, pe_of_rotated_outputs(layer.out_features, pes, turns))
+        for layer, turns in zip(layers, rotations)
+    ]
+    shapes = [
+        layer_shape(layer, pes, layout.row_beats, rotation_levels=rotation_levels(turns))
+        for layer, layout, turns in zip(layers, layouts, rotations)
+    ]
     tables = _sequential_shape(layers, shapes, pes, channels) if channels else None
     base = _pages(tables.load_beats * tables.port_bytes) if tables is not None else 0
     plans = []
     rows = bias = 0
-    for index, layout, shape in zip(indices, layouts, shapes):
-        plans.append(LayerPlan(index, model.layers[index], shape, layout, rows, bias, base))
+    for index, layout, shape, turns in zip(indices, layouts, shapes, rotations):
+        plans.append(LayerPlan(index, model.layers[index], shape, layout, rows, bias, base, turns))
         rows += shape.n_in
         bias += shape.addresses
         base += _pages(shape.beats * tables.port_bytes) if tables is not None else 0
     return tuple(plans), tables
+
+
+def _rotations(model: Model, index: int, pes: int) -> np.ndarray | None:
+    """The rotations of layer `index`'s outputs over P PEs: the model's last layer's, where they
+    save beats (fpgagen.engine.relabel.output_rotations); None for every other layer."""
+    if index != len(model.layers) - 1:
+        return None
+    return output_rotations(model.layers[index].numerics.weights_q, pes)
 
 
 def _pages(size: int) -> int:

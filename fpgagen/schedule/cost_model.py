@@ -25,6 +25,7 @@ from ..engine.geometry import (
     MEMORY_LATENCY,
     OFFCHIP_SLOT_WIDTHS,
     STRIPES,
+    VALUE_BITS,
     DenseOutput,
     LayerShape,
     LogicShape,
@@ -56,6 +57,7 @@ from ..engine.memory import (
 )
 from ..engine.memory import URAM as ULTRA_RAM
 from ..engine.plan import layer_shape, reader_channel, stage_is_quiet, stage_output
+from ..engine.relabel import rotation_levels
 from ..errors import FpgagenError
 from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, Layer, Model, Stage
 from .activity import Activity
@@ -94,6 +96,9 @@ L_EMPTY = 3
 # register: one cycle more), and the cost model's choice of drain lanes: the fewest whose stage
 # holds each vector, on average, at most this much longer than with all P (CostModel.drain_lanes).
 L_DRAIN_MUX = 1
+# the model's last layer's dense beats, when its outputs are rotated over its PEs: the rotator's
+# register (fg_dense.v)
+L_ROTATE = 1
 DRAIN_LANE_SLACK = 0.005
 
 # Logic (docs/cost-model.md, "Resources"), as the engine description sizes it (LogicShape): per PE,
@@ -150,8 +155,8 @@ PRIVATE_PE_LUT, PRIVATE_PE_FF = 34.4, -51.5
 # through their FIFOs and stay busy when rows are short. The scheduler builds such a stage only
 # where the rows, weighted by their activity, fill at least this share of the lanes' beats: the
 # per-layer efficiency the engine is held to (issue 10; bench_rtl). Graph Challenge at P = 32 (one
-# beat a row of 32 on 32 lanes) fills them; its last layer (outputs in order: two beats a row at
-# P = 32) and P = 48 or 64 (32 of the lanes) do not, nor unstructured layers at P >= 16.
+# beat a row of 32 on 32 lanes, its last layer rotated: fpgagen.engine.relabel) fills them; P = 48
+# or 64 (32 of the lanes) do not, nor unstructured layers at P >= 16.
 PRIVATE_LANE_USE = 0.85
 # A private stage's drain adds its units' sums (docs/engine.md, "Private PEs"): K - 1 adders a lane,
 # each a LUT a sum bit with its carry chain, and the register after it. Counted, not fitted.
@@ -331,7 +336,8 @@ def engine_logic(logic: LogicShape) -> Resources:
         )
         + mux_bits * DRAIN_MUX_LUTS[logic.drain_steps]
         + lookups
-        + stripes * CHANNEL_LUT,
+        + stripes * CHANNEL_LUT
+        + rotator_luts(logic),
         ff=round(
             sum(count * constant for count, constant in zip(counts, FF_PER_TERM))
             - stacked * STACKED_FF_PER_ACC_BIT
@@ -342,8 +348,25 @@ def engine_logic(logic: LogicShape) -> Resources:
             - undrained * DRAIN_LANE_FF
             + mux_bits
         )
-        + stripes * CHANNEL_FF,
+        + stripes * CHANNEL_FF
+        + rotator_ffs(logic),
     )
+
+
+def rotator_luts(logic: LogicShape) -> int:
+    """The dense beats' rotator (fg_dense.v), counted, not fitted: a LUT a bit for every two of the
+    levels its rotations use (a 4:1 multiplexer), and its table of rotations, a LUT6 a bit of them
+    per 64 addresses."""
+    levels = logic.rotated_levels
+    return logic.rotated_lanes * VALUE_BITS * ceil_div(levels, 2) + levels * ceil_div(logic.rotated_addresses, 64)
+
+
+def rotator_ffs(logic: LogicShape) -> int:
+    """The rotator's register in front of its levels: the beat's values, its rotation's used bits,
+    valid and last."""
+    if not logic.rotated_lanes:
+        return 0
+    return logic.rotated_lanes * VALUE_BITS + logic.rotated_levels + 2
 
 
 READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
@@ -806,8 +829,8 @@ class CostModel:
     def placement(self, index: int, pes: int) -> Placement:
         key = (index, pes)
         if key not in self._placements:
-            relabel = self.relabel and not self.is_last(index)  # the model's outputs keep their order
-            self._placements[key] = place(self.layers[index].numerics.weights_q, pes, relabel)
+            last = self.is_last(index)  # the model's outputs keep their order, rotated at most
+            self._placements[key] = place(self.layers[index].numerics.weights_q, pes, self.relabel and not last, last)
         return self._placements[key]
 
     def shape(self, index: int, pes: int) -> LayerShape:
@@ -815,7 +838,9 @@ class CostModel:
         key = (index, pes)
         if key not in self._shapes:
             placement = self.placement(index, pes)
-            self._shapes[key] = layer_shape(self.layers[index], pes, placement.beats, self.encodings[index])
+            self._shapes[key] = layer_shape(
+                self.layers[index], pes, placement.beats, self.encodings[index], rotation_levels(placement.rotations)
+            )
         return self._shapes[key]
 
     # Cycles --------------------------------------------------------------------------------------
@@ -909,8 +934,11 @@ class CostModel:
         # a row a cycle, each local address of each group of D PEs, then the groups' multiplexer
         # (docs/engine.md, "Drain lanes") and a private stage's adder tree, a cycle a level
         delay = (L_DRAIN_MUX if drain_lanes < pes else 0) + (adder_levels(units) if private else 0)
-        rows = self.shape(index, pes).drain_rows(drain_lanes)
-        return rows + L_DRAIN + (0 if self.is_last(index) else L_WORDS) + delay, delay
+        shape = self.shape(index, pes)
+        rows = shape.drain_rows(drain_lanes)
+        # the model's last layer writes dense beats, a cycle later through a rotator (fg_dense.v)
+        tail = (L_ROTATE if shape.rotated else 0) if self.is_last(index) else L_WORDS
+        return rows + L_DRAIN + tail + delay, delay
 
     def _drains(self, index: int, pes: int, drain: float) -> np.ndarray:
         """Per vector, a dataflow drain of `drain` cycles, or L_QUIET for a quiet vector: one whose

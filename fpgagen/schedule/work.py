@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..engine.layout import lane_counts
-from ..engine.relabel import pe_of_outputs
+from ..engine.relabel import output_rotations, pe_of_outputs, pe_of_rotated_outputs
 from .activity import Inputs
 
 
@@ -26,6 +26,7 @@ class Placement:
     pes: int
     pe: np.ndarray  # (out_features,) the PE of each output
     counts: np.ndarray  # (in_features, pes) nonzeros of row i on PE p
+    rotations: np.ndarray | None = None  # the model's last layer, its outputs rotated over the PEs
 
     @cached_property
     def beats(self) -> np.ndarray:
@@ -41,16 +42,23 @@ class Placement:
         return np.maximum(self.beats, 1).astype(np.float64)
 
 
-def place(weights: sp.csr_array, pes: int, relabel: bool) -> Placement:
+def place(weights: sp.csr_array, pes: int, relabel: bool, last: bool = False) -> Placement:
     """The placement of a layer on P PEs: output j on PE j mod P, or (`relabel`) as the
-    relabelling pass will put it."""
+    relabelling pass will put it; the model's `last` layer as the engine rotates it (its outputs
+    keep their order: fpgagen.engine.relabel)."""
     n_out = weights.shape[1]
-    pe = pe_of_outputs(weights, pes) if relabel else np.arange(n_out) % pes
+    rotations = output_rotations(weights, pes) if last else None
+    if last:
+        pe = pe_of_rotated_outputs(n_out, pes, rotations)
+    elif relabel:
+        pe = pe_of_outputs(weights, pes)
+    else:
+        pe = np.arange(n_out) % pes
     counts = lane_counts(weights, pes, pe)
     # The scheduler keeps a placement for every layer and P it prices: in the narrowest integers
     # that hold them (a byte each for Graph Challenge, not eight: GC 16384 x 120 at 18 values of P
     # would otherwise keep 8.6 GB of them)
-    return Placement(pes, pe, counts.astype(np.min_scalar_type(counts.max(initial=0))))
+    return Placement(pes, pe, counts.astype(np.min_scalar_type(counts.max(initial=0))), rotations)
 
 
 def issue_cycles(inputs: Inputs, row_cycles: np.ndarray, units: int) -> np.ndarray:

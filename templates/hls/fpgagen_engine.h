@@ -689,14 +689,16 @@ void drain_words(const Banks& acc, hls::stream<bool>& quiet, hls::stream<typenam
     drain_rows<Cfg>(acc, quiet.read(), words);
 }
 
-// A dense output beat of P values, zero where no output exists, TLAST on a vector's last.
+// A dense output beat of P values, zero where no output exists, TLAST on a vector's last. The model's
+// last layer may be rotated over its PEs (fg_dense.v): place q takes PE (q + rotation) mod P's value.
 template <class Beat, int P>
-inline Beat dense_beat(const act_t y[P], const bool exists[P], bool last) {
+inline Beat dense_beat(const act_t y[P], const bool exists[P], bool last, int rotation) {
 #pragma HLS INLINE
     Beat beat;
-    for (int p = 0; p < P; ++p) {
+    for (int q = 0; q < P; ++q) {
 #pragma HLS UNROLL
-        beat.data.range(16 * p + 15, 16 * p) = exists[p] ? y[p] : act_t(0);
+        const int p = q + rotation < P ? q + rotation : q + rotation - P;
+        beat.data.range(16 * q + 15, 16 * q) = exists[p] ? y[p] : act_t(0);
     }
     beat.keep = -1;
     beat.strb = -1;
@@ -722,7 +724,7 @@ void drain_dense(const Banks& acc, hls::stream<Beat>& out) {
                                              Cfg::LO, Cfg::HI);
             exists[p] = a * P + p < Cfg::N_OUT;
         }
-        out.write(dense_beat<Beat, P>(y, exists, a == Cfg::ADDRESSES - 1));
+        out.write(dense_beat<Beat, P>(y, exists, a == Cfg::ADDRESSES - 1, Cfg::rotation[Cfg::ROTATIONS == 1 ? 0 : a]));
     }
 }
 
@@ -1036,14 +1038,14 @@ inline void seq_outputs(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES],
 struct no_output {};
 
 template <int P, class Beat>
-inline void write_dense(hls::stream<Beat>& out, const act_t y[P], const bool exists[P], bool last) {
+inline void write_dense(hls::stream<Beat>& out, const act_t y[P], const bool exists[P], bool last, int rotation) {
 #pragma HLS INLINE
-    out.write(dense_beat<Beat, P>(y, exists, last));
+    out.write(dense_beat<Beat, P>(y, exists, last, rotation));
 }
 
 template <int P>
 inline void write_dense(no_output& /* never drains dense */, const act_t /* y */[P], const bool /* exists */[P],
-                        bool /* last */) {}
+                        bool /* last */, int /* rotation */) {}
 
 // The drain of a pass: one local address of every PE a cycle; a word of its P outputs for the
 // serializer when one is nonzero, or, in the pass of the model's last layer (`dense`), a dense
@@ -1062,7 +1064,8 @@ void seq_drain(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const se
 #pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
             seq_outputs<Cfg>(acc, layer, a, y, exists);
             if (dense) {
-                write_dense<Cfg::PES>(out, y, exists, a + 1 == layer.addresses);
+                write_dense<Cfg::PES>(out, y, exists, a + 1 == layer.addresses,
+                                      Cfg::rotation[Cfg::ROTATIONS == 1 ? 0 : a]);
             } else {
                 const typename Cfg::word_t word = group_word<typename Cfg::word_t, Cfg::PES, Cfg::PES>(y, exists, 0, a);
                 if (word.count != 0) words.write(word);

@@ -84,6 +84,8 @@ class Tables:
     row_start: np.ndarray
     row_beats: np.ndarray
     bias: np.ndarray  # (rows, D): bias[r][d] of output r * D + d (D = P but for drain lanes), rounding included
+    # the dense beats' rotation at each local address of the model's last layer ((0,): in place)
+    rotations: tuple[int, ...]
     start_type: str
     beats_type: str
     bias_type: str
@@ -480,6 +482,7 @@ def _tables(stage: StagePlan) -> Tables:
         row_start=row_start.astype(start_np),
         row_beats=row_beats.astype(beats_np),
         bias=bias,
+        rotations=(0,) if stage.rotations is None else tuple(int(turn) for turn in stage.rotations),
         start_type=start_type,
         beats_type=beats_type,
         bias_type=signed_type(int(np.abs(bias).max(initial=0))),

@@ -29,6 +29,7 @@ from ...engine.geometry import (
     VALUE_BITS,
     Channel,
     Groups,
+    bits_for,
     log2,
 )
 from ...engine.memory import BRAM, CONSTANT, LUTRAM, REGISTERS, URAM, Memory
@@ -41,7 +42,7 @@ STYLES = {BRAM: "block", LUTRAM: "distributed", URAM: "ultra", REGISTERS: "regis
 
 LIBRARY = (
     "fg_fifo.v", "fg_rom.v", "fg_ram.v", "fg_lutram.v", "fg_table.v", "fg_resize.v", "fg_all.v", "fg_select.v", "fg_serializer.v", "fg_merger.v",
-    "fg_unit.v", "fg_pe.v", "fg_requantize.v", "fg_stage.v", "fg_seq_stage.v", "fg_axi_reader.v", "fg_reader.v", "fg_control.v",
+    "fg_unit.v", "fg_pe.v", "fg_requantize.v", "fg_dense.v", "fg_stage.v", "fg_seq_stage.v", "fg_axi_reader.v", "fg_reader.v", "fg_control.v",
     "fg_axilite_ctrl.v", "fg_loader.v",
 )  # fmt: skip
 
@@ -204,7 +205,8 @@ def _dataflow_stage(stage: StagePlan, memories: Path, load_bits: int) -> dict:
         ("START_W", stage.start_bits), ("CNT_W", stage.count_bits), *_encoding_parameters(stage),
         ("ACC_W", stage.acc_bits), ("SUM_W", stage.sum_bits), ("BIAS_ROWS", stage.bias_rows),
         ("SHIFT", layer.shift), ("LO", layer.lo), ("HI", layer.hi),
-        ("DENSE", int(stage.last)), ("ROW_FIFO_DEPTH", ROW_FIFO_DEPTH), *_fifo_parameters(stage),
+        ("DENSE", int(stage.last)), *_rotation_parameters(stage), ("ROW_FIFO_DEPTH", ROW_FIFO_DEPTH),
+        *_fifo_parameters(stage),
         ("ROWS_FILE", f'"{files["rows"]}"'), ("WEIGHTS_FILE", f'"{files["weights"]}"'),
         ("BIAS_FILE", f'"{files["bias"]}"'),
         ("ROWS_STYLE", style(stage.memory("row table"))), ("WEIGHTS_STYLE", style(stage.memory("weights"))),
@@ -235,7 +237,8 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
         ("W_BITS", stage.encoding.weight_bits), ("SLOT_W", stage.sequential_shape.slot.width),
         ("CHANNELS", stage.channels),
         ("ACC_W", stage.acc_bits), ("SUM_W", stage.sum_bits), *_scale_parameters(stage.encoding),
-        ("BIAS_ROWS", stage.bias_rows), ("DENSE", int(stage.last)), *_fifo_parameters(stage),
+        ("BIAS_ROWS", stage.bias_rows), ("DENSE", int(stage.last)), *_rotation_parameters(stage),
+        ("ROTATED_ADDRESSES", stage.layers[-1].shape.addresses), *_fifo_parameters(stage),
         ("LOOP_DEPTH", stage.loop_depth if loop else 1), ("LOOP_SLACK", CHANNEL_SLACK),
         ("REQUEST_DEPTH", REQUEST_DEPTH), ("ACTIVATION_DEPTH", ACTIVATION_DEPTH), ("MAX_BURSTS", MAX_BURSTS),
         ("ROW_TABLE_BEATS", stage.sequential_shape.row_table_beats), ("BIAS_WORDS", stage.sequential_shape.bias_words),
@@ -249,6 +252,16 @@ def _sequential_stage(plan: EnginePlan, stage: StagePlan, memories: Path) -> dic
     gmems = ", ".join(f"gmem{port}" for port in stage.ports)
     description = f"sequential, layers {names}, {stage.pes} PE(s), weights from {gmems}"
     return _stage_context(stage, "fg_seq_stage", description, parameters, plan.interface.ports[stage.port].data_bits)
+
+
+def _rotation_parameters(stage: StagePlan) -> list[tuple[str, object]]:
+    """The dense beats' rotator (fg_dense.v): r_a of address a at bits [a * ROT_W +: ROT_W]."""
+    rotations = stage.rotations
+    if rotations is None:
+        return [("ROTATED", 0)]
+    width = bits_for(stage.pes - 1)
+    packed = sum(int(turn) << (address * width) for address, turn in enumerate(rotations))
+    return [("ROTATED", 1), ("ROT_W", width), ("ROTATIONS", f"{width * rotations.size}'h{packed:x}")]
 
 
 def _encoding_parameters(stage: StagePlan) -> list[tuple[str, object]]:

@@ -39,6 +39,10 @@ module fg_seq_stage #(
     parameter integer ROW_TABLE_BEATS = 1,  // beats of row-table entries at the image's start, P to a beat
     parameter integer BIAS_WORDS = 1,   // 32-bit words of one bias value in the image (bias rows follow)
     parameter integer DENSE = 0,        // the last layer is the model's last: dense beats out
+    parameter integer ROTATED = 0,      // ... its outputs rotated over the PEs, r_a an address (fg_dense.v)
+    parameter integer ROT_W = 1,
+    parameter integer ROTATED_ADDRESSES = 1,  // the last layer's local addresses
+    parameter [ROTATED_ADDRESSES*ROT_W-1:0] ROTATIONS = 0,
     parameter integer PE_FIFO_DEPTH = 32,
     parameter integer PE_SLACK = 8,
     parameter integer ITEM_FIFO_DEPTH = 8,
@@ -75,9 +79,9 @@ module fg_seq_stage #(
     /* verilator lint_off UNUSEDSIGNAL */
     input  wire                     out_room,       // unused by a stage of one layer that drains dense beats
     /* verilator lint_on UNUSEDSIGNAL */
-    output reg  [P*VALUE_W-1:0]     dense_data,
-    output reg                      dense_last,
-    output reg                      dense_valid,
+    output wire [P*VALUE_W-1:0]     dense_data,
+    output wire                     dense_last,
+    output wire                     dense_valid,
     input  wire                     dense_room,
     // AXI4 read channels of each memory channel, channel 0 lowest (the write channels are tied
     // off by the core); rdata is the beat they carry together
@@ -637,12 +641,14 @@ module fg_seq_stage #(
         w2_count <= count;
         w2_some <= |w1_mask;
         end_word <= !rst && w2_valid && w2_last;
-        dense_valid <= !rst && y_valid && dense_out;
-        dense_last <= y_last;
-        for (q = 0; q < P; q = q + 1) begin
-            dense_data[q*VALUE_W +: VALUE_W] <= exists[q] ? y[q*VALUE_W +: VALUE_W] : {VALUE_W{1'b0}};
-        end
     end
+    fg_dense #(
+        .P(P), .VALUE_W(VALUE_W), .ADDR_W(LOCAL_W), .ROTATED(ROTATED), .ROT_W(ROT_W),
+        .ADDRESSES(ROTATED_ADDRESSES), .ROTATIONS(ROTATIONS)
+    ) u_dense (
+        .clk(clk), .rst(rst), .valid(y_valid && dense_out), .last(y_last), .addr(y_addr), .exists(exists), .y(y),
+        .dense_valid(dense_valid), .dense_last(dense_last), .dense_data(dense_data)
+    );
     assign finish = dense_out ? (dense_valid && dense_last) : end_word;
 
     // One serializer for the loop-back FIFO and the output channel: the layer it serves says which.

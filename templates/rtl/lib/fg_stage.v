@@ -63,6 +63,9 @@ module fg_stage #(
     parameter integer LO = -32768,
     parameter integer HI = 32767,
     parameter integer DENSE = 0,        // the model's last layer: dense beats out
+    parameter integer ROTATED = 0,      // ... its outputs rotated over the PEs, r_a an address (fg_dense.v)
+    parameter integer ROT_W = 1,
+    parameter [ADDRESSES*ROT_W-1:0] ROTATIONS = 0,
     parameter integer LOADED = 0,       // the weights are in UltraRAM, loaded through the load chain
     parameter integer STACKED = 0,      // the PEs' two banks in one memory: the drain takes a MAC slot
     parameter integer PRIVATE = 0,      // each unit has P PEs of its own, without FIFOs (K = 1, 2, 4; not STACKED)
@@ -107,9 +110,9 @@ module fg_stage #(
     /* verilator lint_off UNUSEDSIGNAL */
     input  wire [K-1:0]             out_room,       // registered, slack for the serializers' register (unused: dense)
     /* verilator lint_on UNUSEDSIGNAL */
-    output reg  [P*VALUE_W-1:0]     dense_data,     // D = P
-    output reg                      dense_last,
-    output reg                      dense_valid,
+    output wire [P*VALUE_W-1:0]     dense_data,     // D = P
+    output wire                     dense_last,
+    output wire                     dense_valid,
     input  wire                     dense_room,     // registered, DRAIN_SLACK free
     output reg  [31:0]              perf_busy,      // cycles with work in the units or the PEs
     output reg  [31:0]              perf_drain,     // drain cycles, waits for output room excluded
@@ -593,14 +596,13 @@ module fg_stage #(
     generate
         if (DENSE != 0) begin : g_dense
             // The model's last layer: a beat of P values per address (D = P), zeros past the last output.
-            integer q;
-            always @(posedge clk) begin
-                dense_valid <= !rst && y_valid;
-                dense_last <= y_last;
-                for (q = 0; q < D; q = q + 1) begin
-                    dense_data[q*VALUE_W +: VALUE_W] <= exists[q] ? y[q*VALUE_W +: VALUE_W] : {VALUE_W{1'b0}};
-                end
-            end
+            fg_dense #(
+                .P(P), .VALUE_W(VALUE_W), .ADDR_W(ROW_BITS), .ROTATED(ROTATED), .ROT_W(ROT_W),
+                .ADDRESSES(ADDRESSES), .ROTATIONS(ROTATIONS)
+            ) u_dense (
+                .clk(clk), .rst(rst), .valid(y_valid), .last(y_last), .addr(y_row), .exists(exists), .y(y),
+                .dense_valid(dense_valid), .dense_last(dense_last), .dense_data(dense_data)
+            );
             assign finish = dense_valid && dense_last;
             assign word_room = {K{1'b1}};
             assign out_item = {(K * OUT_ITEM_W){1'b0}};
@@ -634,11 +636,9 @@ module fg_stage #(
                 end_word <= !rst && ((w2_valid && w2_last) || quiet_end);
             end
             assign finish = end_word;
-            always @(posedge clk) begin
-                dense_valid <= 1'b0;
-                dense_last <= 1'b0;
-                dense_data <= {(P * VALUE_W){1'b0}};
-            end
+            assign dense_valid = 1'b0;
+            assign dense_last = 1'b0;
+            assign dense_data = {(P * VALUE_W){1'b0}};
             for (c = 0; c < K; c = c + 1) begin : g_group
                 reg [COUNT_W-1:0] count, w2_count;
                 reg w2_some;                // the group has a nonzero output at W2's row
