@@ -177,7 +177,7 @@ def expected_stage_parameters(stage: StagePlan, load_bits: int = 1) -> dict[str,
             "ROW_FIFO_DEPTH": ROW_FIFO_DEPTH, "LOADED": int(stage.loaded), "LOAD_W": load_bits,
             "STACKED": int(stage.stacked), "PRIVATE": int(stage.private), "D": stage.drain_lanes,
             "STEP_W": stage.drain_steps.bit_length() - 1, "ROWS_W": stage.groups.base_bits,
-            "BIAS_ROWS": stage.bias_rows, "QUIET": int(stage.skips_quiet),
+            "BIAS_ROWS": stage.bias_rows, "QUIET": int(stage.passes_empty),
         }  # fmt: skip
     loop = stage.loop
     return common | {

@@ -274,12 +274,13 @@ def test_a_vector_computes_while_the_vector_before_drains():
 
 def test_an_empty_vector_takes_no_bank():
     # vectors 1 and 3 are empty: each holds the stage L_EMPTY cycles, and the banked vector after
-    # it computes while the last banked one drains (vector 2 pairs with vector 0's drain, vector 0
-    # with vector 2's: the sample wraps round)
+    # it computes while the last banked one drains, and then the empty one's end words (vector 2
+    # pairs with vector 0's drain and vector 1's L_EMPTY, vector 0 with vector 2's and vector 3's:
+    # the sample wraps round)
     computes, drains = np.array([100.0, 10.0, 30.0, 10.0]), np.array([80.0, 2.0, 50.0, 2.0])
     empty = np.array([False, True, False, True])
     cycles = LayerCycles(50.0, 41.0, 0.0, "compute", computes, np.zeros(4), drains=drains, empty=empty)
-    assert list(cycles.overlapped) == [100.0, L_EMPTY, 80.0, L_EMPTY]
+    assert list(cycles.overlapped) == [100.0, L_EMPTY, 80.0 + L_EMPTY, L_EMPTY]
     # measured: a vector without an active input at a quiet layer is empty; at layer 1 of a model
     # whose layer 0 outputs are never zero without input, nothing is quiet
     model = two_layers()
@@ -290,7 +291,9 @@ def test_an_empty_vector_takes_no_bank():
     )
     assert list(cost.cycles(0, 2, DATAFLOW, 1).empty) == [False, True, False]
     assert cost.cycles(0, 2, DATAFLOW, 1).overlapped[1] == L_EMPTY
-    assert cost.cycles(1, 2, DATAFLOW, 1).empty is None  # the model's last layer: dense beats
+    # the model's last layer too: an empty vector's turn at the drain is its beats, zeros, a whole drain
+    last = cost.cycles(1, 2, DATAFLOW, 1)
+    assert list(last.empty) == [False, True, False] and last.empty_drain == last.drain
     # one expected vector is never empty
     expected = CostModel(model, BOARD, Activity((np.array([0.5, 1.0, 0.5]), np.ones(5)), "p"), relabel=False)
     assert expected.cycles(0, 2, DATAFLOW, 1).empty is None
@@ -469,10 +472,11 @@ def test_a_dataflow_design_interval_lets_a_stage_run_a_vector_ahead():
     )
     assert estimate.bottleneck == pytest.approx(max(estimate.reader.interval, *(s.interval for s in estimate.stages)))
     held = [cost.reader().held, *(cost.stage(stage).held for stage in stages)]
-    assert [h.tolist() for h in held] == [[2, 2], [15, 15], [16, 10]]
-    # through shallow channels the first stage runs a vector ahead of the second, whose 16 cycles
-    # on the first vector overlap the first stage's 15 on the second: the first stage's mean, not
-    # the mean over the vectors of the slower stage (15.5)
+    # the second vector is empty at layer 1: it holds the last stage L_EMPTY, and the first pairs
+    # its compute (16) with its own drain (9, the sample wrapping round) and the empty one's (9)
+    assert [h.tolist() for h in held] == [[2, 2], [15, 15], [18, L_EMPTY]]
+    # through shallow channels the first stage runs a vector ahead of the second, whose 18 cycles
+    # on the first vector overlap the first stage's 15 on the second: the first stage's mean
     assert estimate.deep_channels is None
     assert estimate.interval == estimate.bottleneck == 15.0
     stages_latency = a.compute + a.occupancy + b.compute + b.occupancy

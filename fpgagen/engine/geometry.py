@@ -528,13 +528,13 @@ def dataflow_memories(
     loaded: bool = False,
     private: bool = False,
     drain_lanes: int | None = None,
-    quiet: bool = False,
+    passes_empty: bool = False,
 ) -> list[Memory]:
     """A dataflow stage of K issue units: its row table and weight ROM (a copy per two units), or
     its `loaded` weights in UltraRAM, bias ROM (a word of `drain_lanes` biases a drain row, a
     constant when it is one word), the units' activation and row FIFOs, the PEs' FIFOs and banks
-    (or each unit's `private` PEs' banks), and its drain (`drain_lanes` a cycle; None: P); a
-    `quiet` stage's order of vectors (stage_is_quiet)."""
+    (or each unit's `private` PEs' banks), and its drain (`drain_lanes` a cycle; None: P); and the
+    order of vectors where empty vectors pass its banks (`passes_empty`)."""
     pes, copies, ports = layer.pes, rom_copies(units), rom_ports(units)
     lanes = drain_lanes or pes
     row_bits = layer.start_bits + layer.count_bits
@@ -564,7 +564,7 @@ def dataflow_memories(
             private,
         ),
         *drain_memories(layer.drain_groups(units, lanes), output, drained_words(pes, lanes)),
-        *([Memory.sized("vector order", ORDER_DEPTH, 1)] if quiet else []),
+        *([Memory.sized("vector order", ORDER_DEPTH, 1)] if passes_empty else []),
     ]
 
 

@@ -80,8 +80,9 @@ def zero_without_input(layer: Layer) -> bool:
 
 def stage_is_quiet(layer: Layer, last: bool) -> bool:
     """Whether a dataflow stage of `layer` (`last`: the model's last, which drains dense beats)
-    drains a vector that reached none of its PEs by its end words alone, and lets an empty vector
-    pass its banks (docs/engine.md, "Quiet vectors", "Empty vectors")."""
+    drains a vector that reached none of its PEs by its end words alone (docs/engine.md, "Quiet
+    vectors"). Every dataflow stage whose outputs are zero without input lets an empty vector
+    pass its banks, the last too ("Empty vectors")."""
     return not last and zero_without_input(layer)
 
 
@@ -179,9 +180,12 @@ class StagePlan:
     units: int  # issue units: activations taken per cycle; sub-channels of the output channel
     private: bool  # a dataflow stage whose units each have `pes` PEs of their own (Stage.private)
     drain_lanes: int  # what its drain requantizes a cycle (Stage.drain_lanes): P for a sequential stage
-    # a dataflow stage that drains a vector reaching none of its PEs by its end words alone and lets
-    # an empty vector pass its banks (stage_is_quiet; docs/engine.md, "Quiet vectors")
+    # a dataflow stage that drains a vector reaching none of its PEs by its end words alone
+    # (stage_is_quiet; docs/engine.md, "Quiet vectors")
     skips_quiet: bool
+    # a dataflow stage that lets a vector without activations pass its banks (zero_without_input;
+    # docs/engine.md, "Empty vectors")
+    passes_empty: bool
     layers: tuple[LayerPlan, ...]
     input: Channel
     output: Output
@@ -435,6 +439,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
             )
         layer_plans, tables = _layer_plans(model, stage.layers, stage.pes, stage.channels if sequential else 0)
         quiet = not sequential and stage_is_quiet(layer_plans[0].layer, isinstance(output, DenseOutput))
+        passes_empty = not sequential and zero_without_input(layer_plans[0].layer)
         if tables is not None:
             shape = tables
             memories = sequential_memories(shape, output, board.has_free_uram)
@@ -451,7 +456,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
                 loaded,
                 stage.private,
                 stage.drain_lanes,
-                quiet,
+                passes_empty,
             )
             logic = plan.shape.logic(stage.units, stage.private, stage.drain_lanes)
         stages.append(
@@ -463,6 +468,7 @@ def plan_engine(model: Model, board: Board) -> EnginePlan:
                 private=stage.private,
                 drain_lanes=stage.drain_lanes or stage.pes,
                 skips_quiet=quiet,
+                passes_empty=passes_empty,
                 layers=layer_plans,
                 input=channels[-1],
                 output=output,

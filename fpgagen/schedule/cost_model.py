@@ -56,7 +56,7 @@ from ..engine.memory import (
     Memory,
 )
 from ..engine.memory import URAM as ULTRA_RAM
-from ..engine.plan import layer_shape, reader_channel, stage_is_quiet, stage_output
+from ..engine.plan import layer_shape, reader_channel, stage_is_quiet, stage_output, zero_without_input
 from ..engine.relabel import rotation_levels
 from ..errors import FpgagenError
 from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, Layer, Model, Stage
@@ -409,8 +409,10 @@ class LayerCycles:
     # a dataflow layer's drain per vector, where quiet vectors drain their end words alone
     # (`drain` is their mean); None: `drain` for every vector
     drains: np.ndarray | None = field(default=None, compare=False, repr=False)
-    # a dataflow layer's empty vectors (no activation: they take no bank), per measured vector
+    # a dataflow layer's empty vectors (no activation: they take no bank), per measured vector,
+    # and an empty vector's turn at the drain: its end words, or the model's last layer's beats
     empty: np.ndarray | None = field(default=None, compare=False, repr=False)
+    empty_drain: float = L_EMPTY
 
     @property
     def occupancy(self) -> float:
@@ -429,7 +431,7 @@ class LayerCycles:
         empty vector takes no bank, only its turn at the drain (L_EMPTY), and the vector after it
         pairs with the drain of the last vector that took one."""
         drains = np.broadcast_to(self.drain if self.drains is None else self.drains, self.computes.shape)
-        return stage_holds(self.computes, drains, self.empty, self.outputs)
+        return stage_holds(self.computes, drains, self.empty, self.outputs, self.empty_drain)
 
     @property
     def held(self) -> np.ndarray:
@@ -462,19 +464,26 @@ class LayerCycles:
 
 
 def stage_holds(
-    computes: np.ndarray, drains: np.ndarray, empty: np.ndarray | None, outputs: np.ndarray | float = 0.0
+    computes: np.ndarray,
+    drains: np.ndarray,
+    empty: np.ndarray | None,
+    outputs: np.ndarray | float = 0.0,
+    empty_drain: float = L_EMPTY,
 ) -> np.ndarray:
     """Per vector, how long a dataflow stage holds it (LayerCycles.overlapped): the longest of its
     compute, its `outputs` and the drain it overlaps, the previous vector's or, where `empty` marks
-    the vectors that take no bank, the previous one's that does; L_EMPTY for an empty vector. The
-    sample wraps round, as the tandem line repeats it."""
+    the vectors that take no bank, the previous one's that does with the `empty_drain` of each
+    empty vector since (the drain takes them in turn); L_EMPTY for an empty vector. The sample
+    wraps round, as the tandem line repeats it."""
     if empty is None or not empty.any():
         return np.maximum(np.maximum(computes, np.roll(drains, 1)), outputs)
     order = np.arange(empty.size)
     banked = np.maximum.accumulate(np.where(empty, -1, order))  # the last vector up to v with a bank
     before = np.roll(banked, 1)
     before = np.where(before < 0, banked[-1], before)  # before the sample's first: its last
-    return np.where(empty, float(L_EMPTY), np.maximum(np.maximum(computes, drains[before]), outputs))
+    between = (order - before - 1) % empty.size  # the empty vectors since
+    paired = drains[before] + between * empty_drain
+    return np.where(empty, float(L_EMPTY), np.maximum(np.maximum(computes, paired), outputs))
 
 
 def adder_levels(units: int) -> int:
@@ -817,6 +826,8 @@ class CostModel:
         self.encodings = tuple(encoding_of(layer.numerics) for layer in model.layers)
         # the layers whose dataflow stages drain quiet vectors alone and let empty ones pass
         self.quiet = tuple(stage_is_quiet(layer, self.is_last(index)) for index, layer in enumerate(model.layers))
+        # the layers whose dataflow stages let empty vectors pass their banks, the last among them
+        self.passes_empty = tuple(zero_without_input(layer) for layer in model.layers)
         self.uram = board.has_free_uram  # loaded tables may go to UltraRAM
 
     @property
@@ -925,6 +936,8 @@ class CostModel:
             output,
             drains=drains,
             empty=self._empty_vectors(index),
+            # the model's last layer writes an empty vector's beats, zeros, as it drains a bank
+            empty_drain=drain if self.is_last(index) else L_EMPTY,
         )
 
     def _drain_length(self, index: int, pes: int, units: int, private: bool, drain_lanes: int) -> tuple[float, int]:
@@ -968,14 +981,14 @@ class CostModel:
         return self._quiet_shares[key]
 
     def _empty_vectors(self, index: int) -> np.ndarray | None:
-        """Per measured vector, whether it brings layer `index` no activation, at a quiet layer
-        (docs/engine.md, "Empty vectors"); None for one expected vector, which is never empty: it
+        """Per measured vector, whether it brings layer `index` no activation, at a layer whose
+        outputs are zero without input (docs/engine.md, "Empty vectors"); None for one expected vector, which is never empty: it
         holds every bank's stall a sometimes empty vector would spare."""
         if index not in self._empty:
             inputs = self.activity.inputs(index)
             self._empty[index] = (
                 (inputs.rows.sum(axis=1) == 0)
-                if self.quiet[index] and inputs.measured and len(inputs.rows) > 1
+                if self.passes_empty[index] and inputs.measured and len(inputs.rows) > 1
                 else None
             )
         return self._empty[index]
@@ -1082,7 +1095,7 @@ class CostModel:
         shape = self.shape(index, pes)
         output = stage_output(self.model, index, pes, units, deep)
         return dataflow_memories(
-            shape, units, bits_for(shape.n_in - 1), output, loaded, private, drain_lanes, self.quiet[index]
+            shape, units, bits_for(shape.n_in - 1), output, loaded, private, drain_lanes, self.passes_empty[index]
         )
 
     def loadable(self, index: int, pes: int) -> bool:
@@ -1112,7 +1125,7 @@ class CostModel:
             # the drain alone, against the computes of the vectors after it, may already hold the
             # stage longer: then its serializers' outputs (the costly part) need no counting
             drains = self._drains(index, pes, self._drain_length(index, pes, units, private, lanes)[0])
-            if float(stage_holds(every.computes, drains, every.empty).mean()) > limit:
+            if float(stage_holds(every.computes, drains, every.empty, empty_drain=every.empty_drain).mean()) > limit:
                 continue
             held = self.cycles(index, pes, DATAFLOW, units, private=private, drain_lanes=lanes).overlapped
             if float(held.mean()) <= limit:

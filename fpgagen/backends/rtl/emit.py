@@ -212,7 +212,7 @@ def _dataflow_stage(stage: StagePlan, memories: Path, load_bits: int) -> dict:
         ("ROWS_STYLE", style(stage.memory("row table"))), ("WEIGHTS_STYLE", style(stage.memory("weights"))),
         ("ROW_FIFO_STYLE", style(stage.memory("unit rows"))),
         ("LOADED", int(stage.loaded)), ("LOAD_W", load_bits), ("STACKED", int(stage.stacked)),
-        ("PRIVATE", int(stage.private)), ("QUIET", int(stage.skips_quiet)), ("ORDER_DEPTH", ORDER_DEPTH),
+        ("PRIVATE", int(stage.private)), ("QUIET", int(stage.passes_empty)), ("ORDER_DEPTH", ORDER_DEPTH),
     ]  # fmt: skip
     where = "in UltraRAM, loaded at a batch's start" if stage.loaded else "in ROM"
     banks = ", both banks in one block RAM" if stage.stacked else ""

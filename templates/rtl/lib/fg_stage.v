@@ -31,7 +31,9 @@
 // without any activation (an empty vector) does not even take a bank: the merger deals it to no
 // unit and notes its place in the order of vectors (ORDER_DEPTH of them in flight), and the drain
 // writes its end words when its turn comes, between the banks' vectors. So the vector after it
-// computes while the one before drains, instead of waiting behind both drains.
+// computes while the one before drains, instead of waiting behind both drains. The model's last
+// layer (DENSE) drains a bank's rows whatever reached it, but lets an empty vector pass its banks
+// too: in its turn the drain writes its beats, all zeros, without reading a bank.
 module fg_stage #(
     parameter integer S = 1,            // sub-channels of the input channel
     parameter integer K = 1,            // issue units; also the sub-channels of the output channel
@@ -69,7 +71,8 @@ module fg_stage #(
     parameter integer LOADED = 0,       // the weights are in UltraRAM, loaded through the load chain
     parameter integer STACKED = 0,      // the PEs' two banks in one memory: the drain takes a MAC slot
     parameter integer PRIVATE = 0,      // each unit has P PEs of its own, without FIFOs (K = 1, 2, 4; not STACKED)
-    parameter integer QUIET = 0,        // every output is zero without input: a vector with no beat drains end words alone
+    parameter integer QUIET = 0,        // every output is zero without input: an empty vector passes the banks, and
+                                        // (not DENSE) a vector with no beat drains end words alone
     parameter integer LOAD_W = 1,       // the load chain's beats
     parameter integer PE_FIFO_DEPTH = 32,
     parameter integer PE_SLACK = 8,
@@ -192,9 +195,9 @@ module fg_stage #(
                 $finish;
             end
         end
-        if (D * STEPS != P || D % K != 0 || (STEPS > 1 && (STACKED != 0 || DENSE != 0)) || (QUIET != 0 && DENSE != 0)) begin : g_invalid_drain
+        if (D * STEPS != P || D % K != 0 || (STEPS > 1 && (STACKED != 0 || DENSE != 0))) begin : g_invalid_drain
             initial begin
-                $display("ERROR: fg_stage: drain lanes D = P / STEPS, a multiple of K; all P with stacked banks or dense beats, which are never quiet");
+                $display("ERROR: fg_stage: drain lanes D = P / STEPS, a multiple of K; all P with stacked banks or dense beats");
                 $finish;
             end
         end
@@ -450,7 +453,7 @@ module fg_stage #(
     /* verilator lint_off UNUSEDSIGNAL */
     reg quiet_end;                      // a quiet bank's or an empty vector's drain: its end words now (never: dense beats)
     /* verilator lint_on UNUSEDSIGNAL */
-    reg skipping;                       // the drain writes an empty vector's end words: no bank to free
+    reg skipping;                       // the drain writes an empty vector's end words (or zero beats): no bank to free
     reg [ROW_BITS-1:0] next_row;
     wire bank = drained_vectors[0];
     wire issue = issuing && room;
@@ -464,7 +467,7 @@ module fg_stage #(
         for (t = 0; t < K; t = t + 1) any_touched = any_touched | unit_touched[t*2 +: 2];
     end
     always @(posedge clk) touched <= any_touched;
-    wire quiet = QUIET != 0 && !touched[bank];
+    wire quiet = QUIET != 0 && DENSE == 0 && !touched[bank];  // dense beats: a bank's rows, zeros or not
     // The drain's next vector (QUIET: in the order of vectors) is empty, or in a bank. Its flag
     // leaves the order FIFO the cycle after the decision (a register: the FIFO's pointers stay off
     // the decision's path); the drain decides again no sooner than two cycles later.
@@ -473,7 +476,8 @@ module fg_stage #(
     wire decide_empty = !draining && next_empty && room;
     wire bank_whole = !draining && next_banked && (bank ? whole1 : whole0);
     wire decide_bank = bank_whole && (!quiet || room);
-    wire read_rows = bank_whole && !quiet;  // (without room: the rows wait for it at `issue`)
+    // a bank's rows (without room they wait for it at `issue`), or an empty vector's zero beats
+    wire read_rows = (bank_whole && !quiet) || (DENSE != 0 && decide_empty);
     reg order_taken;
     always @(posedge clk) order_taken <= !rst && (decide_empty || decide_bank);
     assign order_pop = order_taken;
@@ -569,7 +573,7 @@ module fg_stage #(
     // Group s's PEs read at rows whose low bits are s.
     generate
         if (STEPS == 1) begin : g_one_group
-            always @(posedge clk) drain_reads <= !rst && issue;
+            always @(posedge clk) drain_reads <= !rst && issue && !skipping;  // an empty vector reads no bank
         end else begin : g_groups
             for (i = 0; i < STEPS; i = i + 1) begin : g_group
                 localparam [31:0] GROUP = i;
@@ -600,7 +604,7 @@ module fg_stage #(
                 .P(P), .VALUE_W(VALUE_W), .ADDR_W(ROW_BITS), .ROTATED(ROTATED), .ROT_W(ROT_W),
                 .ADDRESSES(ADDRESSES), .ROTATIONS(ROTATIONS)
             ) u_dense (
-                .clk(clk), .rst(rst), .valid(y_valid), .last(y_last), .addr(y_row), .exists(exists), .y(y),
+                .clk(clk), .rst(rst), .valid(y_valid), .last(y_last), .addr(y_row), .exists(exists & {D{!skipping}}), .y(y),
                 .dense_valid(dense_valid), .dense_last(dense_last), .dense_data(dense_data)
             );
             assign finish = dense_valid && dense_last;
