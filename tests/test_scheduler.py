@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -739,7 +740,9 @@ def test_schedule_command_json_has_the_documented_fields(tmp_path, run_cli):
         )
         assert set(layer["resources"]) == {"dsp", "bram", "uram", "lut", "ff"}
     for stage in document["stages"]:
-        assert {"mode", "layers", "pes", "interval", "latency", "resources"} <= set(stage)
+        assert {"mode", "layers", "pes", "units", "private", "drain_lanes", "interval", "latency", "resources"} <= set(
+            stage
+        )
     used, budget = document["totals"]["resources"], document["totals"]["budget"]
     assert all(used[kind] <= budget[kind] for kind in used)
     assert document["totals"]["interval"] == max(
@@ -753,6 +756,19 @@ def test_schedule_command_prints_a_table_and_refuses_bad_input(tmp_path, run_cli
     assert result.exit_code == 0, result.stderr
     assert "u280" in result.stdout and "seq" in result.stdout and "(engine 0)" in result.stdout
     assert "the worst case: every input nonzero" in result.stdout
+    # a dataflow stage's row: its PEs, its issue units (p: private PEs) and its drain lanes
+    dataflow = run_cli("schedule", path, "--schedule", "dataflow", "--act-density", "0.5")
+    rows = re.findall(r"^\s*(\S+)\s+df/\S+\s+(\d+)\s+(\d+p?)\s+(\d+)\s", dataflow.stdout, re.MULTILINE)
+    stages = json.loads(run_cli("schedule", path, "--schedule", "dataflow", "--act-density", "0.5", "--json").stdout)
+    expected = [
+        (
+            str(stage["pes"]),
+            f"{stage['units']}{'p' if stage['private'] else ''}",
+            str(stage["drain_lanes"] or stage["pes"]),
+        )
+        for stage in stages["stages"]
+    ]
+    assert [row[1:] for row in rows] == expected and "K: a stage's issue units" in dataflow.stdout
     refused = run_cli("schedule", path, "--board", "nowhere")
     assert refused.exit_code == 2 and "unknown board 'nowhere'" in refused.stderr
     refused = run_cli("schedule", path, "--act-density", "1.5")

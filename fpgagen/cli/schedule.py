@@ -10,10 +10,11 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from ..ir import SEQUENTIAL
+from ..engine.relabel import output_rotations
+from ..ir import SEQUENTIAL, Model
 from ..prepare import FrontOptions, prepare
 from ..schedule.boards import builtin_boards, load_board
-from ..schedule.cost_model import RESOURCE_KINDS, DesignEstimate, Resources
+from ..schedule.cost_model import RESOURCE_KINDS, DesignEstimate, Resources, StageEstimate
 from ..schedule.scheduler import DEFAULT_BATCH, POLICIES
 from . import app
 from .common import err, model_argument, objective_option, out, precision_option, print_table, print_unproven
@@ -90,8 +91,12 @@ def schedule_command(
                     "unproven": list(scheduled.schedule.unproven), **estimate.to_dict()}  # fmt: skip
         click.echo(json.dumps(document, indent=2, allow_nan=False))
         return
-    table = _table(estimate, f"{estimate.model} on {profile.name} ({profile.part}), {policy}, {objective}")
-    print_table(table)
+    title = f"{estimate.model} on {profile.name} ({profile.part}), {policy}, {objective}"
+    print_table(_table(estimate, title))
+    out.print(
+        "K: a stage's issue units (p: each with P PEs of its own); lanes: what its drain requantizes a cycle"
+        + _rotated(scheduled)
+    )
     throughput = estimate.vectors_per_s()
     out.print(
         f"interval {estimate.interval:,.1f} cycles, latency {estimate.latency:,.1f} cycles at "
@@ -112,29 +117,49 @@ def schedule_command(
 def _table(estimate: DesignEstimate, title: str) -> Table:
     """One row per layer (a sequential stage adds a row for the engine its layers share)."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("layer", "mode", "PEs", "stage", "compute", "drain", "bound", *(k.upper() for k in RESOURCE_KINDS)):
+    columns = ("layer", "mode", "PEs", "K", "lanes", "stage", "compute", "drain", "bound")
+    for column in (*columns, *(k.upper() for k in RESOURCE_KINDS)):
         table.add_column(column, justify="left" if column in ("layer", "mode", "bound") else "right")
-    blank = [""] * 6
+    blank = [""] * (len(columns) - 1)
     for stage in estimate.stages:
         layers = [layer for layer in estimate.layers if layer.stage == stage.index]
+        engine = _engine(stage)
         for layer in layers:
             mode = "seq" if layer.mode == SEQUENTIAL else f"df/{layer.weight_memory}"
             cycles = [f"{layer.compute:.0f}", str(layer.drain), layer.bound]
-            table.add_row(layer.name, mode, str(layer.pes), str(layer.stage), *cycles, *_counts(layer.resources))
+            table.add_row(
+                layer.name, mode, str(layer.pes), *engine, str(layer.stage), *cycles, *_counts(layer.resources)
+            )
         if stage.mode == SEQUENTIAL:
             own = sum((layer.resources for layer in layers), Resources())
             shared = Resources(*(a - b for a, b in zip(stage.resources.as_tuple(), own.as_tuple())))
             mode = f"seq/{stage.channels}ch"  # the memory channels its beats are striped over
             table.add_row(
-                f"(engine {stage.index})", mode, str(stage.pes), str(stage.index), "", "", "", *_counts(shared)
+                f"(engine {stage.index})", mode, str(stage.pes), "", "", str(stage.index), "", "", "", *_counts(shared)
             )
     table.add_section()
-    table.add_row("reader", "", str(estimate.reader.lanes), *blank[:4], *_counts(estimate.reader.resources))
+    table.add_row("reader", "", str(estimate.reader.lanes), *blank[:6], *_counts(estimate.reader.resources))
     table.add_row("total", *blank, *_counts(estimate.resources))
     table.add_row(estimate.board.name, *blank, *_counts(estimate.budget))
     used = (f"{a / b:.0%}" if b else "-" for a, b in zip(estimate.resources.as_tuple(), estimate.budget.as_tuple()))
     table.add_row("used", *blank, *used)
     return table
+
+
+def _engine(stage: StageEstimate) -> tuple[str, str]:
+    """A dataflow stage's issue units (p: private PEs) and drain lanes; nothing for a sequential
+    one, whose drain takes all P."""
+    if stage.mode == SEQUENTIAL:
+        return "", ""
+    return f"{stage.units}{'p' if stage.private else ''}", str(stage.drain_lanes or stage.pes)
+
+
+def _rotated(model: Model) -> str:
+    """The note on the model's last layer where the engine rotates its outputs over its PEs."""
+    last = model.layers[-1]
+    if output_rotations(last.numerics.weights_q, last.schedule.pes) is None:
+        return ""
+    return f'; {last.name}\'s outputs rotated over its PEs (docs/engine.md, "Rotated outputs")'
 
 
 def _counts(resources: Resources) -> list[str]:

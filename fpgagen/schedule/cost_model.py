@@ -609,6 +609,8 @@ class StageEstimate:
     latency: float  # the first vector's cycles through the stage, once its weights are in
     resources: Resources
     load: float = 0.0  # cycles of its load phase (StageCost.load)
+    private: bool = False  # a dataflow stage whose units each have P PEs of their own (Stage.private)
+    drain_lanes: int | None = None  # what a dataflow stage's drain requantizes a cycle (None: all P)
 
     def to_dict(self) -> dict:
         values = asdict(self)
@@ -1421,6 +1423,8 @@ class CostModel:
                     latency=cost.latency,
                     resources=cost.resources,
                     load=cost.load,
+                    private=stage.private,
+                    drain_lanes=stage.drain_lanes,
                 )
             )
         ahead = DEEP_CHANNEL_AHEAD if deep_channels else SHALLOW_CHANNEL_AHEAD
