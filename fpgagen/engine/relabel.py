@@ -91,7 +91,6 @@ class _Spread:
     def __init__(self, weights: sp.csr_array, pes: int):
         columns = sp.csc_array(weights).astype(bool).astype(np.float64)  # an explicit zero counts 0
         self.indptr, self.indices, self.ones = columns.indptr, columns.indices, columns.data
-        self.pes = pes
         self.used = np.zeros((weights.shape[0], pes))  # [i, p]: nonzeros of row i already on PE p
 
     def costs(self, start: int, stop: int) -> np.ndarray:
@@ -139,11 +138,11 @@ def _rotate(weights: sp.csr_array, pes: int) -> np.ndarray:
         return rotations
     spread = _Spread(weights, pes)
     lanes = np.arange(pes)
+    rotated = (lanes[:, None] + lanes) % pes  # [k, r]: the PE rotation r puts output k on
     for address in range(n_out // pes):  # full addresses: a partial last one keeps r = 0
         start = address * pes
         cost = spread.costs(start, start + pes)
-        # rotation r puts output k on PE (k + r) mod P
-        rotations[address] = np.argmin([cost[lanes, (lanes + r) % pes].sum() for r in range(pes)])
-        spread.take(start, start + pes, (lanes + rotations[address]) % pes)
-    rotated = lane_counts(weights, pes, pe_of_rotated_outputs(n_out, pes, rotations)).max(axis=1).sum()
-    return rotations if rotated < lane_counts(weights, pes).max(axis=1).sum() else np.zeros_like(rotations)
+        rotations[address] = np.argmin(cost[lanes[:, None], rotated].sum(axis=0))
+        spread.take(start, start + pes, rotated[:, rotations[address]])
+    beats = lane_counts(weights, pes, pe_of_rotated_outputs(n_out, pes, rotations)).max(axis=1).sum()
+    return rotations if beats < lane_counts(weights, pes).max(axis=1).sum() else np.zeros_like(rotations)

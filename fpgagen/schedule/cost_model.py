@@ -429,7 +429,8 @@ class LayerCycles:
         the stall when a short vector follows a long drain: bench_rtl's GC 1024 x 8 at P = 64 with
         drain lanes, half its vectors quiet, modelled 322.0 cycles a vector, measured 355.3. An
         empty vector takes no bank, only its turn at the drain (L_EMPTY), and the vector after it
-        pairs with the drain of the last vector that took one."""
+        pairs with the drain of the last vector that took one and the empty ones' since
+        (`empty_drain` each: stage_holds)."""
         drains = np.broadcast_to(self.drain if self.drains is None else self.drains, self.computes.shape)
         return stage_holds(self.computes, drains, self.empty, self.outputs, self.empty_drain)
 
@@ -826,7 +827,7 @@ class CostModel:
         self._issue: dict[tuple[int, int, int], np.ndarray] = {}  # shared by shared and private PEs
         self._pe_busy: dict[tuple[int, int], np.ndarray] = {}  # shared by a dataflow layer's K
         self.encodings = tuple(encoding_of(layer.numerics) for layer in model.layers)
-        # the layers whose dataflow stages drain quiet vectors alone and let empty ones pass
+        # the layers whose dataflow stages drain quiet vectors by their end words alone
         self.quiet = tuple(stage_is_quiet(layer, self.is_last(index)) for index, layer in enumerate(model.layers))
         # the layers whose dataflow stages let empty vectors pass their banks, the last among them
         self.passes_empty = tuple(zero_without_input(layer) for layer in model.layers)
@@ -984,8 +985,9 @@ class CostModel:
 
     def _empty_vectors(self, index: int) -> np.ndarray | None:
         """Per measured vector, whether it brings layer `index` no activation, at a layer whose
-        outputs are zero without input (docs/engine.md, "Empty vectors"); None for one expected vector, which is never empty: it
-        holds every bank's stall a sometimes empty vector would spare."""
+        outputs are zero without input (docs/engine.md, "Empty vectors"); None for one expected
+        vector, which is never empty: it holds every bank's stall a sometimes empty vector would
+        spare."""
         if index not in self._empty:
             inputs = self.activity.inputs(index)
             self._empty[index] = (

@@ -47,8 +47,9 @@ def place(weights: sp.csr_array, pes: int, relabel: bool, last: bool = False) ->
     relabelling pass will put it; the model's `last` layer as the engine rotates it (its outputs
     keep their order: fpgagen.engine.relabel)."""
     n_out = weights.shape[1]
-    rotations = output_rotations(weights, pes) if last else None
+    rotations = None
     if last:
+        rotations = output_rotations(weights, pes)
         pe = pe_of_rotated_outputs(n_out, pes, rotations)
     elif relabel:
         pe = pe_of_outputs(weights, pes)

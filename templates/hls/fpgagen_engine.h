@@ -689,6 +689,14 @@ void drain_words(const Banks& acc, hls::stream<bool>& quiet, hls::stream<typenam
     drain_rows<Cfg>(acc, quiet.read(), words);
 }
 
+// The rotation of local address a's outputs of the model's last layer (0 for a stage in place,
+// whose table has one entry).
+template <class Cfg>
+inline int rotation_of(int a) {
+#pragma HLS INLINE
+    return Cfg::rotation[Cfg::ROTATIONS == 1 ? 0 : a];
+}
+
 // A dense output beat of P values, zero where no output exists, TLAST on a vector's last. The model's
 // last layer may be rotated over its PEs (fg_dense.v): place q takes PE (q + rotation) mod P's value.
 template <class Beat, int P>
@@ -724,7 +732,7 @@ void drain_dense(const Banks& acc, hls::stream<Beat>& out) {
                                              Cfg::LO, Cfg::HI);
             exists[p] = a * P + p < Cfg::N_OUT;
         }
-        out.write(dense_beat<Beat, P>(y, exists, a == Cfg::ADDRESSES - 1, Cfg::rotation[Cfg::ROTATIONS == 1 ? 0 : a]));
+        out.write(dense_beat<Beat, P>(y, exists, a == Cfg::ADDRESSES - 1, rotation_of<Cfg>(a)));
     }
 }
 
@@ -1064,8 +1072,7 @@ void seq_drain(const typename Cfg::acc_t acc[Cfg::PES][Cfg::ADDRESSES], const se
 #pragma HLS ARRAY_PARTITION variable=exists type=complete dim=1
             seq_outputs<Cfg>(acc, layer, a, y, exists);
             if (dense) {
-                write_dense<Cfg::PES>(out, y, exists, a + 1 == layer.addresses,
-                                      Cfg::rotation[Cfg::ROTATIONS == 1 ? 0 : a]);
+                write_dense<Cfg::PES>(out, y, exists, a + 1 == layer.addresses, rotation_of<Cfg>(a));
             } else {
                 const typename Cfg::word_t word = group_word<typename Cfg::word_t, Cfg::PES, Cfg::PES>(y, exists, 0, a);
                 if (word.count != 0) words.write(word);
