@@ -14,12 +14,18 @@ without cached counts (1 h 46 min on 2026-11-28 with the machine busy, the 64-PE
 hour of it; 51 min of Yosys in the run after, 25 of them the 64-PE design); Yosys's counts are kept by a hash of the RTL (bench/work/resources/yosys.json), so a re-run after a change
 to the cost model alone, which leaves the RTL byte-identical, synthesizes nothing again.
 
+It also measures the roofline's least PE (fpgagen.schedule.cost_model.least_pe_luts): the engine's
+cheapest PE alone at each sum width, in a Yosys run of its own, against the price the roofline gives
+it, which must never be more. `--least-pe` measures only that (a minute), keeping the rest of the
+results file.
+
 Graph Challenge weights all have one value, so Yosys drops the constant columns of their ROMs:
 its BRAM count for those designs is a lower bound of what a real network needs.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import shutil
@@ -35,7 +41,8 @@ from scipy.optimize import nnls
 from fpgagen import synth, timing
 from fpgagen.atomic import atomic_file
 from fpgagen.cli import app
-from fpgagen.engine.geometry import LogicShape
+from fpgagen.engine.encoding import Encoding
+from fpgagen.engine.geometry import DRAIN_STEPS, LogicShape
 from fpgagen.engine.memory import Memory
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
@@ -46,13 +53,17 @@ from fpgagen.schedule.boards import load_board
 from fpgagen.schedule.cost_model import (
     CHANNEL_FF,
     CHANNEL_LUT,
+    DRAIN_LANE_LUT,
     FF_PER_TERM,
+    LEAST_PE_LUT,
+    LEAST_PE_LUT_PER_ACC_BIT,
     LOGIC_TERMS,
     LUT_PER_TERM,
     SINGLE_CYCLE_FF_PER_ACC_BIT,
     SINGLE_CYCLE_LUT_PER_ACC_BIT,
     STACKED_FF_PER_ACC_BIT,
     STACKED_LUT_PER_ACC_BIT,
+    least_pe_luts,
     logic_counts,
     total,
 )
@@ -61,7 +72,7 @@ from fpgagen.synth import run_synthesis, yosys_command
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 from designs import compile_design, mlp_design, mlp_model
-from library_module import PE_SOURCES, SINGLE_CYCLE_PE, SINGLE_CYCLE_PE_BITS, STACKED_PE, synthesized_cells
+from library_module import LEAST_PE, PE_SOURCES, SINGLE_CYCLE_PE, SINGLE_CYCLE_PE_BITS, STACKED_PE, synthesized_cells
 
 from fpgagen.vectors import default_inputs
 
@@ -169,6 +180,27 @@ def single_cycle_pe(work: Path) -> dict:
             "current": {"lut": SINGLE_CYCLE_LUT_PER_ACC_BIT * bits, "ff": SINGLE_CYCLE_FF_PER_ACC_BIT * bits}}  # fmt: skip
 
 
+LEAST_PE_WIDTHS = (8, 12, 16, 20, 22, 24, 28, 32, 40, 48)
+
+
+def least_pe(work: Path) -> dict:
+    """The roofline's least PE (LEAST_PE_LUT, LEAST_PE_LUT_PER_ACC_BIT): library_module's one-address
+    private PE (tests/test_rtl_synthesis.py's LEAST_PE) at each sum width of LEAST_PE_WIDTHS, each in a
+    Yosys run of its own, its logic's LUTs and its banks' against least_pe_luts (less its drain
+    lane's share), which must never count more."""
+    rows = []
+    for bits in LEAST_PE_WIDTHS:
+        folder = work / "least_pe" / str(bits)
+        folder.mkdir(parents=True, exist_ok=True)
+        variant = LEAST_PE | {"SUM_W": bits}
+        [cells] = synthesized_cells(
+            folder, "fg_pe", PE_SOURCES, [variant], {"lut": "t:LUT*", "lutram": "t:RAM32M16 t:RAM64M8"}
+        )
+        priced = least_pe_luts(bits, Encoding(weight_bits=0, scale=1)) - DRAIN_LANE_LUT / DRAIN_STEPS[-1]
+        rows.append({"sum_bits": bits, "logic": cells["lut"], "banks": 8 * cells["lutram"], "priced": priced})
+    return {"widths": rows, "current": {"lut": LEAST_PE_LUT, "lut_per_acc_bit": LEAST_PE_LUT_PER_ACC_BIT}}
+
+
 def logic_measured(folder: Path, measured: dict) -> dict:
     """What synthesis spent on a design's logic: its LUTs and FFs less those of the memories the
     cost model prices (their pricing follows Yosys's mapping, docs/cost-model.md)."""
@@ -195,9 +227,34 @@ def logic_features(manifest: dict) -> list[float]:
     return features.tolist()
 
 
+def report_least_pe(work: Path, failures: list[str]) -> dict:
+    least = least_pe(work)
+    for row in least["widths"]:
+        counted = row["logic"] + row["banks"]
+        print(f"least PE, {row['sum_bits']}-bit sums: Yosys {row['logic']} LUTs of logic and {row['banks']} of banks, "
+              f"the roofline prices {row['priced']:g}")  # fmt: skip
+        if row["priced"] > counted:
+            failures.append(f"least PE at {row['sum_bits']} bits: priced {row['priced']:g} > Yosys {counted}")
+    return least
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--least-pe", action="store_true",
+                        help="measure only the roofline's least PE (seconds), keeping the rest of the results file")  # fmt: skip
+    args = parser.parse_args()
     work = HERE / "work" / "resources"
     work.mkdir(parents=True, exist_ok=True)
+    results = HERE / "results" / "resources.json"
+    if args.least_pe:
+        failures: list[str] = []
+        record = json.loads(results.read_text()) if results.is_file() else {}
+        record["least_pe"] = report_least_pe(work, failures)
+        with atomic_file(results) as partial:
+            partial.write_text(json.dumps(record, indent=2) + "\n")
+        for failure in failures:
+            print("FAIL", failure)
+        return 1 if failures else 0
     folders = [*gc_designs(work), gc_scheduler_design(work)]
     for case in MLP_CASES:  # compiled afresh, so their estimates follow the current constants
         shutil.rmtree(work / case, ignore_errors=True)
@@ -273,18 +330,19 @@ def main() -> int:
     print(f"a PE's read-modify-write in one cycle (16 addresses of 22 bits): {single['lut']:g} LUTs, "
           f"{single['ff']:g} FFs fewer (the cost model counts {single['current']['lut']:g}, "
           f"{single['current']['ff']:g})")  # fmt: skip
+    least = report_least_pe(work, failures)
     ratios = {kind: [row["ratio"][kind] for row in rows] for kind in BOUNDS}
     for kind, values in ratios.items():
         print(f"estimate / Yosys {kind}: {min(values):.2f} .. {max(values):.2f}")
     for kind, values in refitted.items():
         print(f"with the fitted constants, estimate / Yosys {kind}: {min(values):.2f} .. {max(values):.2f}")
 
-    with atomic_file(HERE / "results" / "resources.json") as partial:
+    with atomic_file(results) as partial:
         record = {"designs": rows, "logic_fit": fits, "ratios": ratios, "refitted_ratios": refitted,
                   "held_out_ratios": held_out, "channel": channel, "stacked_pe": stacked,
-                  "single_cycle_pe": single}  # fmt: skip
+                  "single_cycle_pe": single, "least_pe": least}  # fmt: skip
         partial.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"wrote {HERE / 'results' / 'resources.json'}")
+    print(f"wrote {results}")
     for failure in failures:
         print("FAIL", failure)
     return 1 if failures else 0

@@ -38,6 +38,12 @@ SINGLE_CYCLE_PE = """module gc_pe #(parameter integer SINGLE_CYCLE = 0) (
     );
 endmodule
 """
+# The roofline's least PE as the engine builds it (fpgagen.schedule.cost_model.least_pe_luts): private
+# (no FIFO), one local address, positions only (a shift, no multiplier), so its read-modify-write takes
+# one cycle; SUM_W to choose (tests/test_rtl_synthesis.py, bench/bench_resources.py), and SINGLE_CYCLE
+# 0 for the pipelined PE a layer that multiplies must have.
+LEAST_PE = {"K": 1, "LOCAL_W": 1, "ADDRESSES": 1, "FIFO_DEPTH": 0, "STACKED": 0, "W_BITS": 0, "SCALE": 16,
+            "SCALE_SHIFT": 4, "SINGLE_CYCLE": 1}  # fmt: skip
 PE_SOURCES = ["fg_pe.v", "fg_fifo.v", "fg_ram.v", "fg_lutram.v", "fg_resize.v"]
 
 

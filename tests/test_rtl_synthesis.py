@@ -7,9 +7,12 @@ import json
 
 import pytest
 from designs import mlp_design
-from library_module import PE_SOURCES, STACKED_PE, synthesized_cells
+from library_module import LEAST_PE, PE_SOURCES, STACKED_PE, synthesized_cells
 
+from fpgagen.engine.encoding import Encoding
+from fpgagen.engine.geometry import DRAIN_STEPS
 from fpgagen.manifest import read_manifest
+from fpgagen.schedule.cost_model import DRAIN_LANE_LUT, least_pe_luts
 
 
 # Yosys takes minutes on the MLPs of test_rtl: the default run synthesizes a small design with their
@@ -38,3 +41,24 @@ def test_stacked_banks_take_one_block_ram_where_two_banks_take_two(tmp_path):
     cells = {"ramb18": "t:RAMB18E2", "ramb36": "t:RAMB36E2"}
     split, stacked = synthesized_cells(tmp_path, "fg_pe", PE_SOURCES, variants, cells)
     assert split == {"ramb18": 2, "ramb36": 0} and stacked == {"ramb18": 1, "ramb36": 0}
+
+
+@pytest.mark.parametrize("sum_bits", [16, 22, 32])
+def test_the_roofline_prices_its_least_pe_as_yosys_counts_it(sum_bits, tmp_path):
+    """least_pe_luts, less its share of a drain lane, is at most what Yosys counts for that PE (so
+    the roofline stays a bound) and within 2 LUTs of it; the pipelined PE costs more. Each PE is
+    synthesized in a Yosys run of its own: a second run of the same PE in one session maps it to
+    more LUTs."""
+    cells = {"lut": "t:LUT*", "lutram": "t:RAM32M16 t:RAM64M8"}
+    counted = []
+    for single_cycle in (1, 0):
+        folder = tmp_path / f"single_cycle_{single_cycle}"
+        folder.mkdir()
+        variant = LEAST_PE | {"SUM_W": sum_bits, "SINGLE_CYCLE": single_cycle}
+        [cells_of] = synthesized_cells(folder, "fg_pe", PE_SOURCES, [variant], cells)
+        counted.append(cells_of["lut"] + 8 * cells_of["lutram"])  # 8 LUTs a RAM32M16 or RAM64M8
+    one_cycle, pipelined = counted
+    # a shared weight of 1 leaves the sums as wide as the layer's bound
+    priced = least_pe_luts(sum_bits, Encoding(weight_bits=0, scale=1)) - DRAIN_LANE_LUT / DRAIN_STEPS[-1]
+    assert one_cycle - 2 <= priced <= one_cycle
+    assert pipelined > one_cycle

@@ -170,6 +170,16 @@ ADDER_LUT_PER_ACC_BIT, ADDER_FF_PER_ACC_BIT = 1.0, 1.0
 # multiplexers, counted apart, and the word FIFOs' memory, priced apart. The multiplexer takes the
 # STEPS groups' sums a lane, a LUT6 a bit up to 4:1, two and a MUXF7 for 8:1 (fg_select.v).
 DRAIN_LANE_LUT, DRAIN_LANE_FF = 36.7, 119.9
+# The roofline's least PE (least_pe_luts), measured, not fitted: Yosys on fg_pe alone as a private,
+# one-address, one-cycle PE of positions-only weights (the cheapest the engine builds), each width
+# synthesized in a Yosys run of its own (bench/bench_resources.py, "least_pe";
+# tests/test_rtl_synthesis.py). Its logic is 2 LUTs a sum bit and 20 from 20 to 48 bits, 1 LUT more
+# at 8 to 16; the banks are counted apart. The fitted per-PE terms, extrapolated to one
+# address, said 62.7 LUTs all in for a Graph Challenge PE of 22-bit sums, where Yosys counts 96
+# without any share of a drain lane: no design the fit was made on has PEs of one address. A second
+# synthesis of the same PE in one Yosys run maps it to 86 LUTs of logic instead of 64; the bound
+# takes the fewer.
+LEAST_PE_LUT, LEAST_PE_LUT_PER_ACC_BIT = 20, 2.0
 DRAIN_MUX_LUTS = {1: 0, 2: 1, 4: 1, 8: 2}
 # passes of the activity's sample through the tandem line (CostModel.design_interval)
 TANDEM_PASSES = 4
@@ -373,23 +383,18 @@ READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
 
 
 def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
-    """The LUTs of the least PE the engine can build for a layer (the roofline's unit of MACs): a
-    private PE (no entry FIFO) of one local address, two one-word banks of LUT RAM, and its issue
-    path; its share of a drain lane where the fewest lanes drain the most PEs (DRAIN_STEPS); no share
-    of any unit or stage."""
-    shape = LogicShape.sized(1, 1, 1, sum_bits(acc_bits, encoding), 1, encoding)
-    shape = replace(shape, single_cycle=not encoding.multiplies, private=True)
-    banks = 2 * lutram_luts(1, shape.acc_bits)
-    per_pe = logic_counts(shape)[: LOGIC_TERMS.index("issue unit")]  # the terms that grow with P
-    single = shape.acc_bits * SINGLE_CYCLE_LUT_PER_ACC_BIT if shape.single_cycle else 0
-    return (
-        sum(count * constant for count, constant in zip(per_pe, LUT_PER_TERM))
-        - single
-        + PRIVATE_PE_LUT
-        - DRAIN_LANE_LUT * (1 - 1 / DRAIN_STEPS[-1])  # the per-PE terms hold a whole drain lane
-        + banks
-        + shape.lookup_luts
-    )
+    """The LUTs of the least PE the engine can build for a layer (the roofline's unit of MACs), as
+    Yosys counts it, not as the fitted terms extrapolate it: a private PE (no entry FIFO) of one
+    local address, its read-modify-write in one cycle (LEAST_PE_LUT and LEAST_PE_LUT_PER_ACC_BIT),
+    its two one-word banks of LUT RAM (a valid bit a word; a RAM32M16, 8 LUTs, holds 16 bits of a
+    bank whose one address is its write's and its read's), and its share of a drain lane where the
+    fewest lanes drain the most PEs (DRAIN_STEPS); no share of any unit or stage, no issue path. A
+    layer that multiplies cannot have that PE (its read-modify-write is pipelined, 3 LUTs a sum bit,
+    and a codebook adds its table), so its least PE is cheaper than any it can have: the bound stays
+    an upper bound."""
+    bits = sum_bits(acc_bits, encoding)
+    banks = 2 * 8 * ceil_div(bits + 1, 16)
+    return LEAST_PE_LUT + LEAST_PE_LUT_PER_ACC_BIT * bits + banks + DRAIN_LANE_LUT / DRAIN_STEPS[-1]
 
 
 @dataclass(frozen=True)
