@@ -72,7 +72,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from fpgagen.cli import app
 from fpgagen.design import model_from_manifest
-from fpgagen.engine.layout import beats_per_row
+from fpgagen.engine.plan import row_beats
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.golden import GoldenModel
@@ -237,7 +237,7 @@ def measure(outdir: Path) -> tuple[list[LayerFigures], dict]:
     counters = {entry["layer"]: entry for entry in results["layers"]}
     served = {port: results["memory_beats"][port] - ports[port]["load_beats"] for port in ports}
     figures = []
-    for layer, x, entry in zip(model.layers, inputs, manifest["layers"]):
+    for index, (layer, x, entry) in enumerate(zip(model.layers, inputs, manifest["layers"])):
         nonzero_rows = (layer.numerics.weights_q != 0).astype(np.int64).sum(axis=1)
         active = (x != 0).astype(np.int64)
         useful = float((active @ nonzero_rows).sum()) / vectors.batch
@@ -249,7 +249,7 @@ def measure(outdir: Path) -> tuple[list[LayerFigures], dict]:
             # a beat is P off-chip slots, a share of them on each channel's port
             slot_bytes = sum(port["data_bits"] for port in channels) // 8 // pes
             memory_bound = useful * slot_bytes / bytes_per_cycle
-            beats = int((active @ beats_per_row(layer.numerics.weights_q, pes)).sum())
+            beats = int((active @ row_beats(model, index, pes)).sum())
             for port in channels:  # each channel serves its share of every beat
                 served[port["port"]] -= beats
             read_bytes = beats * pes * slot_bytes / vectors.batch

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .design import model_from_manifest
-from .engine.layout import beats_per_row
+from .engine.plan import row_beats
 from .errors import FpgagenError
 from .ir import Model
 from .manifest import read_manifest
@@ -107,7 +107,7 @@ class LayerDemand:
 def layer_demands(manifest: dict, model: Model, data: Vectors) -> list[LayerDemand]:
     """Per layer of the design `manifest` describes (model `model`), its demand on the vectors `data`."""
     demands = []
-    for layer, x in zip(model.layers, data.layer_inputs()):
+    for index, (layer, x) in enumerate(zip(model.layers, data.layer_inputs())):
         pes = layer.schedule.pes
         weights = layer.numerics.weights_q
         active = x != 0
@@ -117,7 +117,7 @@ def layer_demands(manifest: dict, model: Model, data: Vectors) -> list[LayerDema
             channels = [port for port in manifest["rtl"]["ports"] if port["stage"] == layer.schedule.stage]
             beat_bytes = sum(port["data_bits"] for port in channels) // 8  # P off-chip slots, a share on each
             per_cycle = min(beat_bytes, sum(port["bytes_per_cycle"] for port in channels))
-            offchip = float((active * beats_per_row(weights, pes)).sum()) / len(x) * beat_bytes
+            offchip = float((active * row_beats(model, index, pes)).sum()) / len(x) * beat_bytes
         demands.append(LayerDemand(macs, offchip, per_cycle))
     return demands
 

@@ -18,6 +18,7 @@ from designs import lint
 from plan_checks import check_design_follows_plan
 
 from fpgagen.compile import write_design
+from fpgagen.design import model_from_manifest
 from fpgagen.engine import plan
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
@@ -28,6 +29,7 @@ from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.apply import apply_schedule
 from fpgagen.schedule.boards import load_board
 from fpgagen.schedule.cost_model import TANDEM_PASSES, CostModel
+from fpgagen.vectors import read_vectors
 
 LAYERS, IMAGES = 4, 12
 OWN_IMAGES = 32  # the first layer has 80-100 cycles of work a vector: its pipeline tail counts for less over more
@@ -158,6 +160,14 @@ def test_a_rotated_last_layer_keeps_its_outputs_in_order(mode, gc_inputs, tmp_pa
     rotated = layer_performance(outdir)[-1]
     assert rotated.drain_measured == rotated.drain_estimated
     if mode == "sequential":
+        # the memory served the tables once and every nonzero input's row, the last layer's in its
+        # rotated beats: what fpgagen.performance and bench_rtl count (plan.row_beats)
+        results, model = read_sim_results(outdir), model_from_manifest(outdir)
+        inputs = read_vectors(outdir / results["vectors_folder"]).layer_inputs()
+        rows = sum(
+            int(((x != 0).astype(np.int64) @ plan.row_beats(model, index, 32)).sum()) for index, x in enumerate(inputs)
+        )
+        assert results["memory_beats"] == [port["load_beats"] + rows for port in read_manifest(outdir)["rtl"]["ports"]]
         return
     # the same schedule, the engine's last layer in order
     calib = gc_inputs / "first_images.npy"

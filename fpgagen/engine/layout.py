@@ -30,11 +30,12 @@ def lane_counts(weights: sp.csr_array, pes: int, pe_of_output: np.ndarray | None
     return np.bincount(key, minlength=weights.shape[0] * pes).reshape(weights.shape[0], pes)
 
 
-def beats_per_row(weights: sp.csr_array, pes: int) -> np.ndarray:
-    """Beats each row occupies: the most nonzeros any one lane holds in that row."""
+def beats_per_row(weights: sp.csr_array, pes: int, pe_of_output: np.ndarray | None = None) -> np.ndarray:
+    """Beats each row occupies: the most nonzeros any one lane holds in that row (output j in lane
+    j mod P, or in lane pe_of_output[j])."""
     if weights.nnz == 0:
         return np.zeros(weights.shape[0], dtype=np.int64)
-    return lane_counts(weights, pes).max(axis=1)
+    return lane_counts(weights, pes, pe_of_output).max(axis=1)
 
 
 @dataclass(frozen=True, eq=False)

@@ -524,6 +524,14 @@ def _layer_plans(
     return tuple(plans), tables
 
 
+def row_beats(model: Model, index: int, pes: int) -> np.ndarray:
+    """Beats each row of layer `index` takes on P PEs as the engine lays it out, the model's last
+    layer's outputs rotated where that saves beats: what a sequential stage reads of the row."""
+    layer = model.layers[index]
+    turns = _rotations(model, index, pes)
+    return beats_per_row(layer.numerics.weights_q, pes, pe_of_rotated_outputs(layer.out_features, pes, turns))
+
+
 def _rotations(model: Model, index: int, pes: int) -> np.ndarray | None:
     """The rotations of layer `index`'s outputs over P PEs: the model's last layer's, where they
     save beats (fpgagen.engine.relabel.output_rotations); None for every other layer."""
