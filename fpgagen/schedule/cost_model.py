@@ -204,6 +204,14 @@ DEEP_CHANNEL_AHEAD = 2
 # before, every vector waiting for its slowest stage (right while a drain wrote a word for every
 # address), said 397.2, 735.6 and 891.8.
 SHALLOW_CHANNEL_AHEAD = 1
+# Vectors a dataflow stage's issue units, PEs and drain finish ahead of its serializers, a unit of
+# their own in the tandem line (CostModel.tandem_line): the drain of vector v - 1 waits for room in
+# the word FIFOs, and vector v + 1 for the bank it holds. Measured in Verilator (bench_rtl, first
+# result to last; docs/cost-model.md, "Designs"): Graph Challenge 1024 x 8, the scheduler's design,
+# 163.4 cycles a vector, modelled 165.8 (175.2 with 0 ahead; 172.8 with the serializers inside the
+# stage's unit, holding each vector for the longer of its compute and its outputs, where one
+# vector's outputs leave while the next one computes); the other dataflow designs as before.
+WORD_FIFO_AHEAD = 1
 LOGIC_TERMS = ("PE x acc bit", "PE x entry bit", "fed PE x slot bit", "PE x unit", "issue unit", "stage")
 LUT_PER_TERM = (PE_LUT_PER_ACC_BIT, PE_LUT_PER_ENTRY_BIT, FED_PE_LUT_PER_SLOT_BIT, PE_FIFO_LUT, UNIT_LUT, STAGE_LUT)
 FF_PER_TERM = (PE_FF_PER_ACC_BIT, PE_FF_PER_ENTRY_BIT, FED_PE_FF_PER_SLOT_BIT, PE_FIFO_FF, UNIT_FF, STAGE_FF)
@@ -440,6 +448,14 @@ class LayerCycles:
         return stage_holds(self.computes, drains, self.empty, self.outputs, self.empty_drain)
 
     @property
+    def computing(self) -> np.ndarray:
+        """`overlapped` without the outputs: how long a dataflow stage's issue units, PEs and drain
+        hold each vector, its serializers being a unit of their own behind the word FIFOs (the
+        tandem line of CostModel.estimate)."""
+        drains = np.broadcast_to(self.drain if self.drains is None else self.drains, self.computes.shape)
+        return stage_holds(self.computes, drains, self.empty, empty_drain=self.empty_drain)
+
+    @property
     def held(self) -> np.ndarray:
         """Per vector, how long a sequential layer's pass holds its stage: it starts, computes and
         drains; the serializer's outputs overlap the next pass (`after`)."""
@@ -517,6 +533,9 @@ class StageCost:
     latency: float  # the first vector's cycles through the stage, once its weights are in
     resources: Resources
     held: np.ndarray = field(compare=False, repr=False)  # per vector: how long the stage holds it
+    # a dataflow stage's serializers, per vector, when they are a unit of their own behind the word
+    # FIFOs (CostModel.estimate; `held` then counts the issue units, PEs and drain alone); None: none
+    emitted: np.ndarray | None = field(default=None, compare=False, repr=False)
     # cycles of its load phase at a batch's start: a dataflow stage's weights into UltraRAM
     # (through the one load chain, after the loaded stages before it), a sequential stage's
     # tables (through its own reader, beside every other stage's)
@@ -1168,7 +1187,8 @@ class CostModel:
             interval=max(cycles.compute, cycles.occupancy),  # the two accumulator banks ping-pong
             latency=cycles.compute + cycles.occupancy,
             resources=total(memories) + logic + load_registers,
-            held=cycles.overlapped,
+            held=cycles.computing,
+            emitted=None if self.is_last(index) else cycles.outputs,
             load=load_cycles,
         )
 
@@ -1388,6 +1408,7 @@ class CostModel:
         if deep_channels:
             reader = replace(reader, resources=reader.resources + self.reader_deepening(reader.lanes, deep_channels))
         held = [reader.held]
+        emitted = []
         for number, stage in enumerate(stages):
             cost = self.stage(stage)
             if deep_channels:
@@ -1402,6 +1423,7 @@ class CostModel:
                     passes_held = sum(layer_cycles.held for layer_cycles in cycles)
                     cost = replace(cost, interval=float(passes_held.mean()), held=passes_held)
             held.append(cost.held)
+            emitted.append(cost.emitted)
             for index, layer_cycles in zip(stage.layers, cycles):
                 layer_estimates.append(
                     LayerEstimate(
@@ -1434,7 +1456,7 @@ class CostModel:
                     drain_lanes=stage.drain_lanes,
                 )
             )
-        ahead = DEEP_CHANNEL_AHEAD if deep_channels else SHALLOW_CHANNEL_AHEAD
+        units, capacities, placed = self.tandem_line(stages, held, emitted, deep_channels)
         return DesignEstimate(
             model=self.model.name,
             board=self.board,
@@ -1446,9 +1468,9 @@ class CostModel:
             stages=tuple(stage_estimates),
             roofline=self.roofline(),
             interval=(
-                self.lockstep_interval(held)
+                self.lockstep_interval(units)
                 if in_lockstep(stages)
-                else self.design_interval(held, [ahead] * len(stages), self.placed(stages))
+                else self.design_interval(units, capacities, placed)
             ),
             deep_channels=deep_channels,
         )
@@ -1468,6 +1490,31 @@ class CostModel:
             return Resources()
         deeper = stage_output(self.model, stage.layers[-1], stage.pes, units, deep)
         return total(deeper.memories("output")) - total(shallow.memories("output"))
+
+    def tandem_line(
+        self,
+        stages: tuple[Stage, ...],
+        held: list[np.ndarray],
+        emitted: list[np.ndarray | None],
+        deep_channels: str | None,
+    ) -> tuple[list[np.ndarray], list[int], list[np.ndarray]]:
+        """The units of `design_interval` (how long each holds each vector), the capacities between
+        them and the vectors that take a place there: the reader, then each stage and, where they
+        are a unit of their own (`emitted`), its serializers behind its word FIFOs
+        (WORD_FIFO_AHEAD), the channel to the next stage between (DEEP_CHANNEL_AHEAD or
+        SHALLOW_CHANNEL_AHEAD). A drain writes words only for a vector with a nonzero output."""
+        ahead = DEEP_CHANNEL_AHEAD if deep_channels else SHALLOW_CHANNEL_AHEAD
+        into = self.placed(stages)  # the vectors that take a place in the channel into each stage
+        units, capacities, placed = [held[0]], [], []
+        for number, (stage_held, serializers) in enumerate(zip(held[1:], emitted)):
+            capacities.append(ahead)
+            placed.append(into[number])
+            units.append(stage_held)
+            if serializers is not None:
+                capacities.append(WORD_FIFO_AHEAD)
+                placed.append(into[number + 1])  # the design's last stage drains dense beats
+                units.append(serializers)
+        return units, capacities, placed
 
     def placed(self, stages: tuple[Stage, ...]) -> list[np.ndarray]:
         """Per vector, whether the reader and each stage but the last take a place in the channel
