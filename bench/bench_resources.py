@@ -57,6 +57,8 @@ from fpgagen.schedule.cost_model import (
     FF_PER_TERM,
     LEAST_PE_LUT,
     LEAST_PE_LUT_PER_ACC_BIT,
+    LEAST_PIPELINED_PE_LUT,
+    LEAST_PIPELINED_PE_LUT_PER_ACC_BIT,
     LOGIC_TERMS,
     LUT_PER_TERM,
     SINGLE_CYCLE_FF_PER_ACC_BIT,
@@ -184,21 +186,27 @@ LEAST_PE_WIDTHS = (8, 12, 16, 20, 22, 24, 28, 32, 40, 48)
 
 
 def least_pe(work: Path) -> dict:
-    """The roofline's least PE (LEAST_PE_LUT, LEAST_PE_LUT_PER_ACC_BIT): library_module's one-address
-    private PE (tests/test_rtl_synthesis.py's LEAST_PE) at each sum width of LEAST_PE_WIDTHS, each in a
-    Yosys run of its own, its logic's LUTs and its banks' against least_pe_luts (less its drain
-    lane's share), which must never count more."""
+    """The roofline's least PE (LEAST_PE_LUT, LEAST_PE_LUT_PER_ACC_BIT and the pipelined pair):
+    library_module's one-address private PE (LEAST_PE), one-cycle and with 8-bit weights, at each
+    sum width of LEAST_PE_WIDTHS, each in a Yosys run of its own, its logic's LUTs and its banks'
+    against least_pe_luts (less its drain lane's share), which must never count more."""
+    kinds = {
+        "one_cycle": (LEAST_PE, Encoding(weight_bits=0, scale=1)),
+        "multiplying": (LEAST_PE | {"W_BITS": 8, "SINGLE_CYCLE": 0}, Encoding(weight_bits=8)),
+    }
+    cells = {"lut": "t:LUT*", "lutram": "t:RAM32M16 t:RAM64M8"}
     rows = []
-    for bits in LEAST_PE_WIDTHS:
-        folder = work / "least_pe" / str(bits)
-        folder.mkdir(parents=True, exist_ok=True)
-        variant = LEAST_PE | {"SUM_W": bits}
-        [cells] = synthesized_cells(
-            folder, "fg_pe", PE_SOURCES, [variant], {"lut": "t:LUT*", "lutram": "t:RAM32M16 t:RAM64M8"}
-        )
-        priced = least_pe_luts(bits, Encoding(weight_bits=0, scale=1)) - DRAIN_LANE_LUT / DRAIN_STEPS[-1]
-        rows.append({"sum_bits": bits, "logic": cells["lut"], "banks": 8 * cells["lutram"], "priced": priced})
-    return {"widths": rows, "current": {"lut": LEAST_PE_LUT, "lut_per_acc_bit": LEAST_PE_LUT_PER_ACC_BIT}}
+    for name, (parameters, encoding) in kinds.items():
+        for bits in LEAST_PE_WIDTHS:
+            folder = work / "least_pe" / f"{name}_{bits}"
+            folder.mkdir(parents=True, exist_ok=True)
+            [counted] = synthesized_cells(folder, "fg_pe", PE_SOURCES, [parameters | {"SUM_W": bits}], cells)
+            priced = least_pe_luts(bits, encoding) - DRAIN_LANE_LUT / DRAIN_STEPS[-1]
+            rows.append({"kind": name, "sum_bits": bits, "logic": counted["lut"], "banks": 8 * counted["lutram"],
+                         "priced": priced})  # fmt: skip
+    current = {"lut": LEAST_PE_LUT, "lut_per_acc_bit": LEAST_PE_LUT_PER_ACC_BIT,
+               "pipelined_lut": LEAST_PIPELINED_PE_LUT, "pipelined_lut_per_acc_bit": LEAST_PIPELINED_PE_LUT_PER_ACC_BIT}  # fmt: skip
+    return {"widths": rows, "current": current}
 
 
 def logic_measured(folder: Path, measured: dict) -> dict:
@@ -231,10 +239,12 @@ def report_least_pe(work: Path, failures: list[str]) -> dict:
     least = least_pe(work)
     for row in least["widths"]:
         counted = row["logic"] + row["banks"]
-        print(f"least PE, {row['sum_bits']}-bit sums: Yosys {row['logic']} LUTs of logic and {row['banks']} of banks, "
+        print(f"least PE, {row['kind']}, {row['sum_bits']}-bit sums: Yosys {row['logic']} LUTs of logic and {row['banks']} of banks, "
               f"the roofline prices {row['priced']:g}")  # fmt: skip
         if row["priced"] > counted:
-            failures.append(f"least PE at {row['sum_bits']} bits: priced {row['priced']:g} > Yosys {counted}")
+            failures.append(
+                f"least PE, {row['kind']}, {row['sum_bits']} bits: priced {row['priced']:g} > Yosys {counted}"
+            )
     return least
 
 

@@ -46,19 +46,18 @@ def test_stacked_banks_take_one_block_ram_where_two_banks_take_two(tmp_path):
 @pytest.mark.parametrize("sum_bits", [16, 22, 32])
 def test_the_roofline_prices_its_least_pe_as_yosys_counts_it(sum_bits, tmp_path):
     """least_pe_luts, less its share of a drain lane, is at most what Yosys counts for that PE (so
-    the roofline stays a bound) and within 2 LUTs of it; the pipelined PE costs more. Each PE is
-    synthesized in a Yosys run of its own: a second run of the same PE in one session maps it to
-    more LUTs."""
+    the roofline stays a bound) and within 2 LUTs of it: the one-cycle PE of a layer without a
+    multiplier, and the pipelined one of a layer with 8-bit weights. Each PE is synthesized in a
+    Yosys run of its own: a second run of the same PE in one session may map it to more LUTs."""
     cells = {"lut": "t:LUT*", "lutram": "t:RAM32M16 t:RAM64M8"}
-    counted = []
-    for single_cycle in (1, 0):
-        folder = tmp_path / f"single_cycle_{single_cycle}"
+    kinds = {
+        "one_cycle": (LEAST_PE, Encoding(weight_bits=0, scale=1)),  # a shared weight of 1: sums as wide
+        "multiplying": (LEAST_PE | {"W_BITS": 8, "SINGLE_CYCLE": 0}, Encoding(weight_bits=8)),
+    }
+    for name, (parameters, encoding) in kinds.items():
+        folder = tmp_path / name
         folder.mkdir()
-        variant = LEAST_PE | {"SUM_W": sum_bits, "SINGLE_CYCLE": single_cycle}
-        [cells_of] = synthesized_cells(folder, "fg_pe", PE_SOURCES, [variant], cells)
-        counted.append(cells_of["lut"] + 8 * cells_of["lutram"])  # 8 LUTs a RAM32M16 or RAM64M8
-    one_cycle, pipelined = counted
-    # a shared weight of 1 leaves the sums as wide as the layer's bound
-    priced = least_pe_luts(sum_bits, Encoding(weight_bits=0, scale=1)) - DRAIN_LANE_LUT / DRAIN_STEPS[-1]
-    assert one_cycle - 2 <= priced <= one_cycle
-    assert pipelined > one_cycle
+        [counted] = synthesized_cells(folder, "fg_pe", PE_SOURCES, [parameters | {"SUM_W": sum_bits}], cells)
+        luts = counted["lut"] + 8 * counted["lutram"]  # 8 LUTs a RAM32M16 or RAM64M8
+        priced = least_pe_luts(sum_bits, encoding) - DRAIN_LANE_LUT / DRAIN_STEPS[-1]
+        assert luts - 2 <= priced <= luts, f"{name}: priced {priced}, Yosys {luts}"

@@ -171,15 +171,17 @@ ADDER_LUT_PER_ACC_BIT, ADDER_FF_PER_ACC_BIT = 1.0, 1.0
 # STEPS groups' sums a lane, a LUT6 a bit up to 4:1, two and a MUXF7 for 8:1 (fg_select.v).
 DRAIN_LANE_LUT, DRAIN_LANE_FF = 36.7, 119.9
 # The roofline's least PE (least_pe_luts), measured, not fitted: Yosys on fg_pe alone as a private,
-# one-address, one-cycle PE of positions-only weights (the cheapest the engine builds), each width
-# synthesized in a Yosys run of its own (bench/bench_resources.py, "least_pe";
-# tests/test_rtl_synthesis.py). Its logic is 2 LUTs a sum bit and 20 from 20 to 48 bits, 1 LUT more
-# at 8 to 16; the banks are counted apart. The fitted per-PE terms, extrapolated to one
-# address, said 62.7 LUTs all in for a Graph Challenge PE of 22-bit sums, where Yosys counts 96
-# without any share of a drain lane: no design the fit was made on has PEs of one address. A second
-# synthesis of the same PE in one Yosys run maps it to 86 LUTs of logic instead of 64; the bound
-# takes the fewer.
+# one-address PE (the cheapest the engine builds), each width synthesized in a Yosys run of its own
+# (bench/bench_resources.py, "least_pe"; tests/test_rtl_synthesis.py). Its logic, its banks counted
+# apart: with a one-cycle read-modify-write (no multiplier) 2 LUTs a sum bit and 20 from 20 to 48
+# bits, 1 LUT more at 8 to 16; pipelined (a layer that multiplies) 3 and 22 from 8 to 48 bits, the
+# same with 8-bit weights or a shared one. The fitted per-PE terms, extrapolated to one address,
+# said 62.7 LUTs all in for a Graph Challenge PE of 22-bit sums, where Yosys counts 96 without any
+# share of a drain lane, and 268 to 296 for the FFN's, where it counts about 140: no design the fit
+# was made on has PEs of one address. A second synthesis of the same one-cycle PE in one Yosys run
+# maps it to 86 LUTs of logic instead of 64; the bound takes the fewer.
 LEAST_PE_LUT, LEAST_PE_LUT_PER_ACC_BIT = 20, 2.0
+LEAST_PIPELINED_PE_LUT, LEAST_PIPELINED_PE_LUT_PER_ACC_BIT = 22, 3.0
 DRAIN_MUX_LUTS = {1: 0, 2: 1, 4: 1, 8: 2}
 # passes of the activity's sample through the tandem line (CostModel.design_interval)
 TANDEM_PASSES = 4
@@ -393,16 +395,20 @@ READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
 def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
     """The LUTs of the least PE the engine can build for a layer (the roofline's unit of MACs), as
     Yosys counts it, not as the fitted terms extrapolate it: a private PE (no entry FIFO) of one
-    local address, its read-modify-write in one cycle (LEAST_PE_LUT and LEAST_PE_LUT_PER_ACC_BIT),
-    its two one-word banks of LUT RAM (a valid bit a word; a RAM32M16, 8 LUTs, holds 16 bits of a
-    bank whose one address is its write's and its read's), and its share of a drain lane where the
-    fewest lanes drain the most PEs (DRAIN_STEPS); no share of any unit or stage, no issue path. A
-    layer that multiplies cannot have that PE (its read-modify-write is pipelined, 3 LUTs a sum bit,
-    and a codebook adds its table), so its least PE is cheaper than any it can have: the bound stays
-    an upper bound."""
+    local address, its read-modify-write in one cycle where the layer has no multiplier, else
+    pipelined; its two one-word banks of LUT RAM (a RAM32M16, 8 LUTs, holds 16 bits of a bank whose
+    one address is its write's and its read's; a one-cycle PE's words carry a valid bit); and its
+    share of a drain lane where the fewest lanes drain the most PEs (DRAIN_STEPS). No share of any
+    unit or stage, no issue path, no codebook's table: the bound stays an upper bound."""
     bits = sum_bits(acc_bits, encoding)
-    banks = 2 * 8 * ceil_div(bits + 1, 16)
-    return LEAST_PE_LUT + LEAST_PE_LUT_PER_ACC_BIT * bits + banks + DRAIN_LANE_LUT / DRAIN_STEPS[-1]
+    if encoding.multiplies:
+        logic = LEAST_PIPELINED_PE_LUT + LEAST_PIPELINED_PE_LUT_PER_ACC_BIT * bits
+        words = bits
+    else:
+        logic = LEAST_PE_LUT + LEAST_PE_LUT_PER_ACC_BIT * bits
+        words = bits + 1  # {valid, value}
+    banks = 2 * 8 * ceil_div(words, 16)
+    return logic + banks + DRAIN_LANE_LUT / DRAIN_STEPS[-1]
 
 
 @dataclass(frozen=True)
