@@ -168,9 +168,11 @@ def entry_bits(local_bits: int, weight_bits: int) -> int:
 class LogicShape:
     """What a stage's logic is sized by; the cost model prices it (`engine_logic`).
 
-    All P PEs are built and kept by synthesis, FIFOs, multipliers and banks, even a PE that holds
-    no output (its end entries and the drain's reads of it are live). What synthesis does remove
-    is the issue side of a PE whose weight slots are all empty: `fed_pes` counts the others.
+    All P PEs are built and kept by synthesis, FIFOs and banks, even a PE that holds no output
+    (its end entries and the drain's reads of it are live). What synthesis does remove is the
+    issue side of a PE whose weight slots are all empty, and its multiplier, whose product is
+    always zero: `fed_pes` counts the others (Yosys on the test MLP sequential_middle, whose last
+    stage has 16 PEs for 5 outputs: 15 DSP48E2s, 2 + 8 + 5, where one a PE said 26).
     """
 
     pes: int
@@ -179,7 +181,7 @@ class LogicShape:
     acc_bits: int  # the accumulators' width (the sums' bits of the encoding)
     entry_bits: int
     slot_bits: int  # a PE's slot of a weight beat {valid, local address, weight}
-    multipliers: int  # DSPs: one per PE, unless the encoding has no multiplier
+    multipliers: int  # DSPs: one per fed PE, unless the encoding has no multiplier
     lookup_luts: int = 0  # per PE: its codebook, a table of constants (one LUT per weight bit)
     channels: int = 1  # a sequential stage's memory channels: an AXI reader and its addresses each
     stacked: bool = False  # the PEs' two banks in one memory: no multiplexers between them
@@ -215,7 +217,7 @@ class LogicShape:
         weights in `encoding`."""
         weight_bits = encoding.weight_bits
         slot = SlotWord(local_bits, weight_bits).width
-        multipliers = pes if encoding.multiplies else 0
+        multipliers = fed_pes if encoding.multiplies else 0
         entry = entry_bits(local_bits, weight_bits)
         return cls(pes, fed_pes, units, acc_bits, entry, slot, multipliers, encoding.codebook_bits)
 
