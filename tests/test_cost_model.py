@@ -609,17 +609,17 @@ def test_a_sequential_stage_stacks_its_tables_and_shares_one_engine_for_its_wide
 
 def test_the_issue_path_is_paid_for_the_pes_a_weight_can_reach():
     # Layer a has 5 outputs. On 8 PEs of a dataflow stage, three hold none: their columns of the
-    # weight ROM are empty and synthesis trims the issue path to them, but keeps them (and their
-    # multipliers), as bench/bench_resources.py measures.
+    # weight ROM are empty and synthesis trims the issue path to them, and their multipliers, but
+    # keeps them, as Yosys measures (docs/cost-model.md, "Resources").
     cost = hand_cost()
     acc, slot = cost.shape(0, 8).acc_bits, 1 + 1 + 3  # one local address: a 1-bit field; a codebook index
     entry = 1 + 3 + 16  # {local, index, x}
     dataflow = cost.logic(Stage(DATAFLOW, (0,), 8, BRAM, 1))
-    assert dataflow == LogicShape(8, 5, 1, acc, entry, slot, 8, 8)
+    assert dataflow == LogicShape(8, 5, 1, acc, entry, slot, 5, 8)
     assert logic_counts(dataflow) == (8 * acc, 8 * entry, 5 * slot, 8 * 1, 1, 1)  # a FIFO per PE and unit
     memories = cost.dataflow_memories(0, 8, 1)
     assert cost.dataflow(0, 8, 1).resources == total(memories) + engine_logic(dataflow)
-    assert engine_logic(dataflow).dsp == 8
+    assert engine_logic(dataflow).dsp == 5
     # A sequential stage's slots arrive from the memory port: synthesis cannot know which stay
     # empty, so every PE is fed. Its off-chip slots hold the weights themselves: no codebook.
     assert cost.logic(Stage(SEQUENTIAL, (0,), 8, OFFCHIP)) == LogicShape(8, 8, 1, acc, entry + 5, slot + 5, 8)

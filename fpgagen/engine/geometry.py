@@ -171,8 +171,9 @@ class LogicShape:
     All P PEs are built and kept by synthesis, FIFOs and banks, even a PE that holds no output
     (its end entries and the drain's reads of it are live). What synthesis does remove is the
     issue side of a PE whose weight slots are all empty, and its multiplier, whose product is
-    always zero: `fed_pes` counts the others (Yosys on the test MLP sequential_middle, whose last
-    stage has 16 PEs for 5 outputs: 15 DSP48E2s, 2 + 8 + 5, where one a PE said 26).
+    always zero: `fed_pes` counts the others (Yosys on the test MLPs: sequential_middle, whose last
+    stage has 16 PEs for 5 outputs, 15 DSP48E2s, 2 + 8 + 5, where one a PE said 26; dataflow_only,
+    64 PEs for 11 outputs in its last stage, 14 where one a PE said 67).
     """
 
     pes: int

@@ -329,8 +329,8 @@ def logic_counts(logic: LogicShape) -> tuple[int, ...]:
 
 @cache
 def engine_logic(logic: LogicShape) -> Resources:
-    """P multiply-accumulate PEs (one DSP each unless the encoding needs no multiplier: synthesis
-    keeps every PE) taking entries from K
+    """P multiply-accumulate PEs (one DSP each that holds an output, unless the encoding needs no
+    multiplier: synthesis keeps every PE but the multipliers of those that hold none) taking entries from K
     issue units, the issue path to the fed PEs, and the stage's control."""
     counts = logic_counts(logic)
     lookups = logic.pes * logic.lookup_luts  # counted, not fitted: one LUT6 per codebook bit
