@@ -14,10 +14,10 @@ without cached counts (1 h 46 min on 2026-11-28 with the machine busy, the 64-PE
 hour of it; 51 min of Yosys in the run after, 25 of them the 64-PE design); Yosys's counts are kept by a hash of the RTL (bench/work/resources/yosys.json), so a re-run after a change
 to the cost model alone, which leaves the RTL byte-identical, synthesizes nothing again.
 
-It also measures the roofline's least PE (fpgagen.schedule.cost_model.least_pe_luts): the engine's
-cheapest PE alone at each sum width, in a Yosys run of its own, against the price the roofline gives
-it, which must never be more. `--least-pe` measures only that (a minute), keeping the rest of the
-results file.
+It also measures the roofline's least PE (fpgagen.schedule.cost_model.least_pe_alone_luts): the
+engine's cheapest PE alone at each sum width, in a Yosys run of its own, against the price the
+roofline gives it, which must never be more. `--least-pe` measures only that (a minute), keeping
+the rest of the results file.
 
 Graph Challenge weights all have one value, so Yosys drops the constant columns of their ROMs:
 its BRAM count for those designs is a lower bound of what a real network needs.
@@ -41,8 +41,7 @@ from scipy.optimize import nnls
 from fpgagen import synth, timing
 from fpgagen.atomic import atomic_file
 from fpgagen.cli import app
-from fpgagen.engine.encoding import Encoding
-from fpgagen.engine.geometry import DRAIN_STEPS, LogicShape
+from fpgagen.engine.geometry import LogicShape
 from fpgagen.engine.memory import Memory
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
@@ -53,7 +52,6 @@ from fpgagen.schedule.boards import load_board
 from fpgagen.schedule.cost_model import (
     CHANNEL_FF,
     CHANNEL_LUT,
-    DRAIN_LANE_LUT,
     FF_PER_TERM,
     LEAST_PE_LUT,
     LEAST_PE_LUT_PER_ACC_BIT,
@@ -65,7 +63,7 @@ from fpgagen.schedule.cost_model import (
     SINGLE_CYCLE_LUT_PER_ACC_BIT,
     STACKED_FF_PER_ACC_BIT,
     STACKED_LUT_PER_ACC_BIT,
-    least_pe_luts,
+    least_pe_alone_luts,
     logic_counts,
     total,
 )
@@ -74,7 +72,7 @@ from fpgagen.synth import run_synthesis, yosys_command
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 from designs import compile_design, mlp_design, mlp_model
-from library_module import LEAST_PE, PE_SOURCES, SINGLE_CYCLE_PE, SINGLE_CYCLE_PE_BITS, STACKED_PE, synthesized_cells
+from library_module import LEAST_PES, PE_SOURCES, SINGLE_CYCLE_PE, SINGLE_CYCLE_PE_BITS, STACKED_PE, synthesized_cells
 
 from fpgagen.vectors import default_inputs
 
@@ -187,21 +185,17 @@ LEAST_PE_WIDTHS = (8, 12, 16, 20, 22, 24, 28, 32, 40, 48)
 
 def least_pe(work: Path) -> dict:
     """The roofline's least PE (LEAST_PE_LUT, LEAST_PE_LUT_PER_ACC_BIT and the pipelined pair):
-    library_module's one-address private PE (LEAST_PE), one-cycle and with 8-bit weights, at each
+    library_module's one-address private PEs (LEAST_PES), one-cycle and with 8-bit weights, at each
     sum width of LEAST_PE_WIDTHS, each in a Yosys run of its own, its logic's LUTs and its banks'
-    against least_pe_luts (less its drain lane's share), which must never count more."""
-    kinds = {
-        "one_cycle": (LEAST_PE, Encoding(weight_bits=0, scale=1)),
-        "multiplying": (LEAST_PE | {"W_BITS": 8, "SINGLE_CYCLE": 0}, Encoding(weight_bits=8)),
-    }
+    against least_pe_alone_luts, which must never count more."""
     cells = {"lut": "t:LUT*", "lutram": "t:RAM32M16 t:RAM64M8"}
     rows = []
-    for name, (parameters, encoding) in kinds.items():
+    for name, (parameters, encoding) in LEAST_PES.items():
         for bits in LEAST_PE_WIDTHS:
             folder = work / "least_pe" / f"{name}_{bits}"
             folder.mkdir(parents=True, exist_ok=True)
             [counted] = synthesized_cells(folder, "fg_pe", PE_SOURCES, [parameters | {"SUM_W": bits}], cells)
-            priced = least_pe_luts(bits, encoding) - DRAIN_LANE_LUT / DRAIN_STEPS[-1]
+            priced = least_pe_alone_luts(bits, encoding)
             rows.append({"kind": name, "sum_bits": bits, "logic": counted["lut"], "banks": 8 * counted["lutram"],
                          "priced": priced})  # fmt: skip
     current = {"lut": LEAST_PE_LUT, "lut_per_acc_bit": LEAST_PE_LUT_PER_ACC_BIT,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from simulation import require
 
+from fpgagen.engine.encoding import Encoding
 from fpgagen.simulate import verilator_on_path
 from fpgagen.synth import yosys_command
 
@@ -38,12 +39,17 @@ SINGLE_CYCLE_PE = """module gc_pe #(parameter integer SINGLE_CYCLE = 0) (
     );
 endmodule
 """
-# The roofline's least PE as the engine builds it (fpgagen.schedule.cost_model.least_pe_luts): private
-# (no FIFO), one local address, positions only (a shift, no multiplier), so its read-modify-write takes
-# one cycle; SUM_W to choose (tests/test_rtl_synthesis.py, bench/bench_resources.py), and SINGLE_CYCLE
-# 0 for the pipelined PE a layer that multiplies must have.
+# The roofline's least PE as the engine builds it (fpgagen.schedule.cost_model.least_pe_alone_luts),
+# SUM_W to choose (tests/test_rtl_synthesis.py, bench/bench_resources.py): private (no FIFO), one
+# local address; positions only (a shift, no multiplier), so its read-modify-write takes one cycle,
+# or with 8-bit weights, pipelined, as a layer that multiplies must have it. Each with the encoding
+# that prices it (a shared weight of 1 leaves the sums as wide as the layer's bound).
 LEAST_PE = {"K": 1, "LOCAL_W": 1, "ADDRESSES": 1, "FIFO_DEPTH": 0, "STACKED": 0, "W_BITS": 0, "SCALE": 16,
             "SCALE_SHIFT": 4, "SINGLE_CYCLE": 1}  # fmt: skip
+LEAST_PES = {
+    "one_cycle": (LEAST_PE, Encoding(weight_bits=0, scale=1)),
+    "multiplying": (LEAST_PE | {"W_BITS": 8, "SINGLE_CYCLE": 0}, Encoding(weight_bits=8)),
+}
 PE_SOURCES = ["fg_pe.v", "fg_fifo.v", "fg_ram.v", "fg_lutram.v", "fg_resize.v"]
 
 

@@ -21,12 +21,20 @@ import scipy.sparse as sp
 from .geometry import SlotWord
 
 
+def _row_lanes(
+    weights: sp.csr_array, pes: int, pe_of_output: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per nonzero, in the order `weights` holds them: its row, its lane (output j in lane j mod
+    P, or in lane pe_of_output[j]) and the key row * P + lane of its (row, lane) slice."""
+    rows = np.repeat(np.arange(weights.shape[0]), np.diff(weights.indptr))
+    lanes = weights.indices % pes if pe_of_output is None else pe_of_output[weights.indices]
+    return rows, lanes, rows * pes + lanes
+
+
 def lane_counts(weights: sp.csr_array, pes: int, pe_of_output: np.ndarray | None = None) -> np.ndarray:
     """(in_features, pes) matrix: how many nonzeros of row i fall in lane p, output j being in lane
     j mod P, or in lane pe_of_output[j] (a relabelling not yet applied, fpgagen.engine.relabel)."""
-    rows = np.repeat(np.arange(weights.shape[0]), np.diff(weights.indptr))
-    lanes = weights.indices % pes if pe_of_output is None else pe_of_output[weights.indices]
-    key = rows * pes + lanes
+    key = _row_lanes(weights, pes, pe_of_output)[2]
     return np.bincount(key, minlength=weights.shape[0] * pes).reshape(weights.shape[0], pes)
 
 
@@ -69,9 +77,7 @@ def lane_layout(weights_q: sp.csr_array, pes: int, pe_of_output: np.ndarray | No
     n_in, n_out = weights_q.shape
     csr = sp.csr_array(weights_q)
     csr.sort_indices()
-    rows = np.repeat(np.arange(n_in), np.diff(csr.indptr))
-    lanes = csr.indices % pes if pe_of_output is None else pe_of_output[csr.indices]
-    key = rows * pes + lanes
+    rows, lanes, key = _row_lanes(csr, pes, pe_of_output)
     counts = np.bincount(key, minlength=n_in * pes)
     row_beats = counts.reshape(n_in, pes).max(axis=1) if csr.nnz else np.zeros(n_in, dtype=np.int64)
     row_start = np.concatenate([[0], np.cumsum(row_beats)[:-1]]).astype(np.int64)

@@ -393,13 +393,19 @@ READER_LOGIC = Resources(lut=STAGE_LUT, ff=STAGE_FF)
 
 
 def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
-    """The LUTs of the least PE the engine can build for a layer (the roofline's unit of MACs), as
-    Yosys counts it, not as the fitted terms extrapolate it: a private PE (no entry FIFO) of one
-    local address, its read-modify-write in one cycle where the layer has no multiplier, else
-    pipelined; its two one-word banks of LUT RAM (a RAM32M16, 8 LUTs, holds 16 bits of a bank whose
-    one address is its write's and its read's; a one-cycle PE's words carry a valid bit); and its
-    share of a drain lane where the fewest lanes drain the most PEs (DRAIN_STEPS). No share of any
-    unit or stage, no issue path, no codebook's table: the bound stays an upper bound."""
+    """The LUTs of the least PE the engine can build for a layer (the roofline's unit of MACs): the
+    PE alone (least_pe_alone_luts) and its share of a drain lane where the fewest lanes drain the
+    most PEs (DRAIN_STEPS). No share of any unit or stage, no issue path, no codebook's table: the
+    bound stays an upper bound."""
+    return least_pe_alone_luts(acc_bits, encoding) + DRAIN_LANE_LUT / DRAIN_STEPS[-1]
+
+
+def least_pe_alone_luts(acc_bits: int, encoding: Encoding) -> float:
+    """The least PE alone as Yosys counts it, not as the fitted terms extrapolate it: a private PE
+    (no entry FIFO) of one local address, its read-modify-write in one cycle where the layer has no
+    multiplier, else pipelined, and its two one-word banks of LUT RAM (a RAM32M16, 8 LUTs, holds 16
+    bits of a bank whose one address is its write's and its read's; a one-cycle PE's words carry a
+    valid bit)."""
     bits = sum_bits(acc_bits, encoding)
     if encoding.multiplies:
         logic = LEAST_PIPELINED_PE_LUT + LEAST_PIPELINED_PE_LUT_PER_ACC_BIT * bits
@@ -408,7 +414,7 @@ def least_pe_luts(acc_bits: int, encoding: Encoding) -> float:
         logic = LEAST_PE_LUT + LEAST_PE_LUT_PER_ACC_BIT * bits
         words = bits + 1  # {valid, value}
     banks = 2 * 8 * ceil_div(words, 16)
-    return logic + banks + DRAIN_LANE_LUT / DRAIN_STEPS[-1]
+    return logic + banks
 
 
 @dataclass(frozen=True)
@@ -450,16 +456,19 @@ class LayerCycles:
         empty vector takes no bank, only its turn at the drain (L_EMPTY), and the vector after it
         pairs with the drain of the last vector that took one and the empty ones' since
         (`empty_drain` each: stage_holds)."""
-        drains = np.broadcast_to(self.drain if self.drains is None else self.drains, self.computes.shape)
-        return stage_holds(self.computes, drains, self.empty, self.outputs, self.empty_drain)
+        return stage_holds(self.computes, self.drain_each, self.empty, self.outputs, self.empty_drain)
 
     @property
     def computing(self) -> np.ndarray:
         """`overlapped` without the outputs: how long a dataflow stage's issue units, PEs and drain
         hold each vector, its serializers being a unit of their own behind the word FIFOs (the
         tandem line of CostModel.estimate)."""
-        drains = np.broadcast_to(self.drain if self.drains is None else self.drains, self.computes.shape)
-        return stage_holds(self.computes, drains, self.empty, empty_drain=self.empty_drain)
+        return stage_holds(self.computes, self.drain_each, self.empty, empty_drain=self.empty_drain)
+
+    @property
+    def drain_each(self) -> np.ndarray:
+        """A dataflow layer's drain, per vector of `computes`."""
+        return np.broadcast_to(self.drain if self.drains is None else self.drains, self.computes.shape)
 
     @property
     def held(self) -> np.ndarray:
