@@ -87,6 +87,9 @@ L_PASS = 6
 L_MEMORY = 8
 L_READER = 4
 L_LOOKUP = 6
+# A sequential stage's drain starts this long after its serializer wrote the end item of the
+# vector before (fg_seq_stage.v's `passing`): CostModel.chained_interval.
+L_PASSING = 2
 # A quiet vector's drain (docs/engine.md, "Quiet vectors"): the end words' two registers, no row read.
 L_QUIET = 2
 # An empty vector's turn at the drain (docs/engine.md, "Empty vectors"): the decision, its end
@@ -809,22 +812,100 @@ class DesignEstimate:
         }
 
 
-# A sequential stage that hands its outputs to another stage runs no vector ahead of it, and the
-# design with it: each vector waits for its slowest unit (CostModel.lockstep_interval), through
-# shallow channels and deep ones alike. Measured in Verilator (bench_rtl's gc-seq-chain: Graph
-# Challenge 1024 x L on a U280 cut down to 20 to 60 BRAM36, no UltraRAM), steady state:
-# - L = 8, shallow (sequential, dataflow, 3 sequential, 3 dataflow): 789.9 cycles a vector,
-#   lockstep 793.2, the line at 1 ahead 646.8, at 0 ahead 844.7;
-# - L = 12, shallow (5 sequential, 3 dataflow, sequential, 3 dataflow): 929.6, lockstep 909.4, the
-#   line 683.8 and 880.8;
-# - L = 8, deep (7 sequential, dataflow): 962.1, lockstep 927.8, the line at 2 ahead 743.5;
-# - L = 4 on 20 BRAM36, shallow (sequential, dataflow, sequential, dataflow), its 32 images four
-#   times: 669.3, lockstep 640.2, the line 614.7 and 734.7 (tests/test_performance.py).
+# A sequential stage that hands its outputs to another stage holds the design in step with it
+# (`in_lockstep`): it starts a pass only once the pass before has drained, its drain waits for its
+# serializer to have emitted the vector before, and the serializer for the next stage to take the
+# items, which it does only while open for that vector. CostModel.chained_interval follows each
+# vector through these hand-offs (docs/cost-model.md, "Designs"). Measured in Verilator (bench_rtl's
+# gc-seq-chain, Graph Challenge 1024 x 8 on a U280 cut down to 40 BRAM36: sequential, dataflow, three
+# sequential, three dataflow stages; 32 images, steady state): 770.3 cycles a vector through shallow
+# channels, 754.0 through deep ones, modelled 765.1 and 750.5, where "each vector waits for its
+# slowest unit" said 666.4 for both; tests/test_performance.py's design on 20 BRAM36 (sequential,
+# two dataflow, sequential; its 32 images four times) 612.3, modelled 594.4 (the rule before 634.7);
+# GC 1024 x 3, a sequential stage of two layers at P = 32 feeding a dataflow stage at P = 16, K = 1,
+# 1,494.4 through a shallow channel and 1,184.7 through a deep one, modelled 1,497.8 and 1,176.5.
+# Items a channel holds beyond its sub-channels' FIFOs: each one's output register and the
+# consumer's merger's head and spare registers (fg_fifo.v, fg_merger.v).
+CHANNEL_EXTRA_ITEMS = 3
+
+
 def in_lockstep(stages: Sequence[Stage]) -> bool:
-    """Whether a design's vectors each wait for its slowest unit: a sequential stage hands its
-    outputs to another stage (docs/cost-model.md, "Designs"). The last stage's outputs leave the
-    design."""
+    """Whether a design's stages hand vectors on in step (CostModel.chained_interval): a
+    sequential stage hands its outputs to another stage (docs/cost-model.md, "Designs"). The last
+    stage's outputs leave the design."""
     return any(stage.mode == SEQUENTIAL for stage in stages[:-1])
+
+
+@dataclass(frozen=True)
+class ChainedStage:
+    """A stage of a design in lockstep as CostModel.chained_interval follows it, per vector."""
+
+    sequential: bool
+    # a sequential stage's first pass, its inputs all there; a dataflow stage's hold of the vector,
+    # its compute or the drain of the vector before (LayerCycles.computing), up to its own drain
+    compute: np.ndarray
+    tail: np.ndarray  # from its last input's arrival to the end of that compute
+    drain: np.ndarray  # a sequential stage's first pass's drain and every later pass (a dataflow stage: 0)
+    last_drain: float  # a sequential stage's last pass's drain, its serializer's start (a dataflow stage: 0)
+    outputs: np.ndarray  # from its last drain's start to its serializers' last item, unhindered
+    items: np.ndarray  # the items its busiest serializer emits
+    takes: np.ndarray  # from its opening for a vector to taking that vector's last item, unhindered
+    buffer: int  # items the channel into it holds
+
+
+def serializer_items(cycles: LayerCycles) -> np.ndarray:
+    """Per vector, the items a layer's busiest serializer emits, one a cycle: its outputs' cycles
+    without the drain's latency before the first."""
+    return np.maximum(cycles.outputs - (L_DRAIN + L_WORDS), 0.0)
+
+
+def chained_interval(reader: np.ndarray, stages: list[ChainedStage]) -> float:
+    """Cycles between vectors of a design in lockstep (`in_lockstep`), each vector followed through
+    its stages' hand-offs (docs/cost-model.md, "Designs"). A stage opens for vector v (takes its
+    items) once a sequential stage has drained v - 1, or a dataflow stage is done holding v - 1
+    (LayerCycles.computing); it computes v until its last item came and the pass's tail after it;
+    a sequential stage's drain waits for its serializer to have emitted v - 1; a stage's
+    serializers emit v after its drain starts, no faster than the next stage takes the items once
+    open, the channel holding `buffer` of them. The sample runs TANDEM_PASSES times in a row and
+    the interval is the spacing of the last stage's outputs over the last pass."""
+    vectors = max(reader.size, *(stage.compute.size for stage in stages))
+
+    def repeated(values: np.ndarray | float) -> np.ndarray:
+        return np.tile(np.broadcast_to(np.asarray(values, dtype=np.float64), (vectors,)), TANDEM_PASSES)
+
+    emitting = repeated(reader)
+    runs = [
+        {name: repeated(getattr(stage, name)) for name in ("compute", "tail", "drain", "outputs", "items", "takes")}
+        for stage in stages
+    ]
+    total = vectors * TANDEM_PASSES
+    # a sequential stage's last drain done, a dataflow stage's drain started: it opens for the next
+    finished = np.zeros((len(stages), total))
+    emitted = np.zeros((len(stages) + 1, total))  # the reader's and each stage's last item of the vector
+    for v in range(total):
+        opened = finished[:, v - 1] if v else np.zeros(len(stages))
+        before = emitted[0, v - 1] if v else 0.0
+        emitted[0, v] = max(before + emitting[v], opened[0] + emitting[v] - stages[0].buffer)
+        for s, (stage, run) in enumerate(zip(stages, runs)):
+            arrived = emitted[s, v]
+            previous = emitted[s + 1, v - 1] if v else 0.0
+            if stage.sequential:
+                computed = max(opened[s] + L_PASS + run["compute"][v], arrived + run["tail"][v])
+                done = max(computed, previous + L_PASSING) + run["drain"][v]
+                out = done - stage.last_drain + run["outputs"][v]
+            else:
+                done = max(opened[s] + run["compute"][v], arrived + run["tail"][v])
+                out = max(done + run["outputs"][v], previous + run["items"][v])
+            items = run["items"][v]
+            if s + 1 < len(stages) and items > stages[s + 1].buffer:
+                # the next stage takes the items at its own pace from its opening or the first
+                # item, whichever is later; the channel holds the last `buffer` of them
+                first = out - items
+                taken = max(items, runs[s + 1]["takes"][v])
+                out = max(out, max(opened[s + 1], first) + taken * (1.0 - stages[s + 1].buffer / items))
+            finished[s, v], emitted[s + 1, v] = done, out
+    last = emitted[-1]
+    return float(last[-1] - last[-vectors - 1]) / vectors
 
 
 def _by_vector(held: list[np.ndarray]) -> np.ndarray:
@@ -1296,15 +1377,19 @@ class CostModel:
         """The cycles of a sequential stage's layers as its passes follow each other. `intake`: per
         vector, how long the next stage takes to accept the stage's outputs through a shallow
         channel, which its serializer cannot outrun (`throttle`)."""
-        width = self.slot_width(stage)
-        alone = [
-            self.cycles(index, stage.pes, SEQUENTIAL, slot_width=width, channels=stage.channels)
-            for index in stage.layers
-        ]
+        alone = self.alone(stage)
         if intake is not None:
             outputs = np.maximum(alone[-1].outputs, intake)
             alone[-1] = replace(alone[-1], output=float(outputs.mean()), outputs=outputs)
         return [cycles.after(alone[k - 1], looped_back=k > 0) for k, cycles in enumerate(alone)]
+
+    def alone(self, stage: Stage) -> list[LayerCycles]:
+        """The cycles of a sequential stage's layers each alone, in the stage's off-chip slots."""
+        width = self.slot_width(stage)
+        return [
+            self.cycles(index, stage.pes, SEQUENTIAL, slot_width=width, channels=stage.channels)
+            for index in stage.layers
+        ]
 
     def intake(self, stage: Stage) -> np.ndarray:
         """Per vector, the cycles a dataflow stage takes its input items in: its units take them as
@@ -1439,7 +1524,7 @@ class CostModel:
                     cost = replace(cost, interval=float(passes_held.mean()), held=passes_held)
             held.append(cost.held)
             emitted.append(cost.emitted)
-            for index, layer_cycles in zip(stage.layers, cycles):
+            for index, layer_cycles in zip(stage.layers, self.counted(stages, number, cycles)):
                 layer_estimates.append(
                     LayerEstimate(
                         index=index,
@@ -1483,7 +1568,7 @@ class CostModel:
             stages=tuple(stage_estimates),
             roofline=self.roofline(),
             interval=(
-                self.lockstep_interval(units)
+                chained_interval(reader.held, self.chained(stages, reader.lanes, deep_channels))
                 if in_lockstep(stages)
                 else self.design_interval(units, capacities, placed)
             ),
@@ -1505,6 +1590,62 @@ class CostModel:
             return Resources()
         deeper = stage_output(self.model, stage.layers[-1], stage.pes, units, deep)
         return total(deeper.memories("output")) - total(shallow.memories("output"))
+
+    def counted(self, stages: tuple[Stage, ...], number: int, cycles: list[LayerCycles]) -> list[LayerCycles]:
+        """The cycles of stage `number`'s layers as the RTL counts a layer's busy cycles (its
+        work, not its waits): a sequential stage's first layer without its wait for the stage's
+        serializer, which it spends drained (docs/cost-model.md, "Sequential passes"); a dataflow
+        layer fed by a sequential stage at least as long as that stage's serializer takes to hand
+        it the vector's items, one a cycle, which its units work on as they come."""
+        stage = stages[number]
+        producer = stages[number - 1] if number else None
+        if stage.mode == SEQUENTIAL:
+            alone = self.alone(stage)[0]
+            first = replace(cycles[0], compute=alone.compute, computes=alone.computes)
+            return [first, *cycles[1:]]
+        if producer is None or producer.mode != SEQUENTIAL:
+            return cycles
+        computes = np.maximum(cycles[0].computes, serializer_items(self.alone(producer)[-1]))
+        return [replace(cycles[0], compute=float(computes.mean()), computes=computes)]
+
+    def chained(self, stages: tuple[Stage, ...], in_lanes: int, deep_channels: str | None) -> list[ChainedStage]:
+        """The stages of a design in lockstep as `chained_interval` follows them: each with its
+        cycles alone (no neighbour's throttle: the recursion has the neighbours) and the items the
+        channel into it holds."""
+        chained = []
+        for number, stage in enumerate(stages):
+            if number == 0:
+                into = reader_channel(self.model.in_features, in_lanes, deep_channels)
+            else:
+                producer = stages[number - 1]
+                units = producer.units if producer.mode == DATAFLOW else 1
+                into = stage_output(self.model, producer.layers[-1], producer.pes, units, deep_channels)
+            buffer = into.subs * (into.depth + CHANNEL_EXTRA_ITEMS)
+            if stage.mode == DATAFLOW:
+                last = self.dataflow_cycles(stage)
+                single = self.shape(stage.layers[0], stage.pes).single_cycle
+                compute, tail, drain, last_drain = last.computing, compute_latency(single), 0.0, 0.0
+                takes = last.computes
+            else:
+                alone = self.alone(stage)
+                first, last = alone[0], alone[-1]
+                later = [cycles.after(alone[k - 1], looped_back=True).held for k, cycles in enumerate(alone) if k]
+                compute, tail, takes = first.computes, first.tails, first.computes - first.tails
+                drain, last_drain = first.drain + sum(later, np.zeros(1)), last.drain
+            chained.append(
+                ChainedStage(
+                    sequential=stage.mode == SEQUENTIAL,
+                    compute=compute,
+                    tail=np.broadcast_to(np.asarray(tail, dtype=np.float64), np.shape(compute)),
+                    drain=np.broadcast_to(np.asarray(drain, dtype=np.float64), np.shape(compute)),
+                    last_drain=last_drain,
+                    outputs=last.outputs,
+                    items=serializer_items(last),
+                    takes=takes,
+                    buffer=buffer,
+                )
+            )
+        return chained
 
     def tandem_line(
         self,
@@ -1540,12 +1681,6 @@ class CostModel:
             outputs = self.activity.inputs(stage.layers[-1] + 1).rows
             placed.append(outputs.sum(axis=1) > 0)
         return placed
-
-    @staticmethod
-    def lockstep_interval(held: list[np.ndarray]) -> float:
-        """Cycles between vectors when each vector waits for its slowest unit (the reader or a
-        stage; `in_lockstep`): the mean over the vectors of the longest any unit holds it."""
-        return float(_by_vector(held).max(axis=0).mean())
 
     @staticmethod
     def design_interval(held: list[np.ndarray], capacities: list[int], placed: list[np.ndarray] | None = None) -> float:
