@@ -60,6 +60,7 @@ from fpgagen.schedule.cost_model import (
     L_LOOKUP,
     L_MEMORY,
     L_PASS,
+    L_PASSING,
     L_QUIET,
     L_READER,
     L_SINGLE_CYCLE,
@@ -761,6 +762,16 @@ def _sequential(compute: float, tail: float, outputs: float, buffer: int) -> Cha
     )  # fmt: skip
 
 
+def _dataflow(compute: float, outputs: float, buffer: int) -> ChainedStage:
+    """A hand-made dataflow stage for chained_interval: it holds each vector `compute` cycles."""
+    items = max(0.0, outputs - L_DRAIN - L_WORDS)
+    return ChainedStage(
+        sequential=False, compute=np.array([compute]), tail=np.array([10.0]), drain=np.zeros(1),
+        last_drain=0.0, outputs=np.array([outputs]), items=np.array([items]),
+        takes=np.array([compute]), buffer=buffer,
+    )  # fmt: skip
+
+
 def test_a_sequential_stage_alone_takes_a_pass_and_its_drain_a_vector():
     alone = _sequential(150.0, 100.0, 0.0, buffer=1000)  # the design's last stage: its outputs leave
     assert chained_interval(np.ones(1), [alone]) == pytest.approx(L_PASS + 150 + 20)
@@ -778,6 +789,25 @@ def test_a_sequential_stage_waits_for_the_next_to_open_before_it_drains_again():
     assert chained_interval(np.ones(1), [first, second]) == pytest.approx(181.0)
     roomy = replace(second, buffer=1000)  # a deep channel holds the items: each at its own pace
     assert chained_interval(np.ones(1), [first, roomy]) == pytest.approx(L_PASS + 150 + 20)
+
+
+def test_a_sequential_stage_drains_only_after_its_serializer_emitted_the_vector_before():
+    # 291 items a vector, one a cycle from 9 cycles after the drain starts: the next drain starts
+    # L_PASSING after the last of them, whatever the 176 cycles of pass and drain
+    chatty = _sequential(150.0, 100.0, 300.0, buffer=1000)
+    last = _sequential(150.0, 100.0, 0.0, buffer=1000)
+    assert chained_interval(np.ones(1), [chatty, last]) == pytest.approx(300 + L_PASSING)
+
+
+def test_a_dataflow_stage_serializer_emits_its_vectors_one_item_a_cycle():
+    # the stage holds a vector 100 cycles, its serializer emits 300 items of each: 300 a vector
+    chatty = _dataflow(100.0, 300.0 + L_DRAIN + L_WORDS, buffer=1000)
+    last = _sequential(60.0, 10.0, 0.0, buffer=1000)
+    assert chained_interval(np.ones(1), [chatty, last]) == pytest.approx(300.0)
+    # the reader hands a vector's items over only while the stage is open for it (done with the
+    # vector before, 10 cycles after its last item), less the 4 the channel holds: 300 + 10 - 4
+    quick = _dataflow(100.0, 0.0, buffer=4)
+    assert chained_interval(np.full(1, 300.0), [quick]) == pytest.approx(306.0)
 
 
 def test_a_sequential_stage_in_front_of_another_puts_the_design_in_lockstep():
@@ -1075,3 +1105,4 @@ def test_layers_next_to_a_sequential_stage_are_reported_as_the_rtl_counts_them()
     items = cost_model.serializer_items(cost.alone(sequential)[-1])
     assert third.cycles.computes == pytest.approx(np.maximum(cost.dataflow_cycles(fast).computes, items))
     assert third.compute > 1.5 * cost.dataflow_cycles(fast).compute
+    assert third.bound == cost_model.INPUT_BOUND and first.bound != cost_model.INPUT_BOUND

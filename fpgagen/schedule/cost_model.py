@@ -812,6 +812,11 @@ class DesignEstimate:
         }
 
 
+# Items a sub-channel holds beyond its FIFO's depth: the FIFO's output register and the consumer's
+# merger's head and spare registers (fg_fifo.v, fg_merger.v).
+CHANNEL_EXTRA_ITEMS = 3
+
+
 # A sequential stage that hands its outputs to another stage holds the design in step with it
 # (`in_lockstep`): it starts a pass only once the pass before has drained, its drain waits for its
 # serializer to have emitted the vector before, and the serializer for the next stage to take the
@@ -824,11 +829,6 @@ class DesignEstimate:
 # two dataflow, sequential; its 32 images four times) 612.3, modelled 594.4 (the rule before 634.7);
 # GC 1024 x 3, a sequential stage of two layers at P = 32 feeding a dataflow stage at P = 16, K = 1,
 # 1,494.4 through a shallow channel and 1,184.7 through a deep one, modelled 1,497.8 and 1,176.5.
-# Items a channel holds beyond its sub-channels' FIFOs: each one's output register and the
-# consumer's merger's head and spare registers (fg_fifo.v, fg_merger.v).
-CHANNEL_EXTRA_ITEMS = 3
-
-
 def in_lockstep(stages: Sequence[Stage]) -> bool:
     """Whether a design's stages hand vectors on in step (CostModel.chained_interval): a
     sequential stage hands its outputs to another stage (docs/cost-model.md, "Designs"). The last
@@ -1556,7 +1556,10 @@ class CostModel:
                     drain_lanes=stage.drain_lanes,
                 )
             )
-        units, capacities, placed = self.tandem_line(stages, held, emitted, deep_channels)
+        if in_lockstep(stages):
+            interval = chained_interval(reader.held, self.chained(stages, reader.lanes, deep_channels))
+        else:
+            interval = self.design_interval(*self.tandem_line(stages, held, emitted, deep_channels))
         return DesignEstimate(
             model=self.model.name,
             board=self.board,
@@ -1567,11 +1570,7 @@ class CostModel:
             layers=tuple(layer_estimates),
             stages=tuple(stage_estimates),
             roofline=self.roofline(),
-            interval=(
-                chained_interval(reader.held, self.chained(stages, reader.lanes, deep_channels))
-                if in_lockstep(stages)
-                else self.design_interval(units, capacities, placed)
-            ),
+            interval=interval,
             deep_channels=deep_channels,
         )
 
@@ -1600,13 +1599,13 @@ class CostModel:
         stage = stages[number]
         producer = stages[number - 1] if number else None
         if stage.mode == SEQUENTIAL:
-            alone = self.alone(stage)[0]
-            first = replace(cycles[0], compute=alone.compute, computes=alone.computes)
-            return [first, *cycles[1:]]
+            return [self.alone(stage)[0], *cycles[1:]]
         if producer is None or producer.mode != SEQUENTIAL:
             return cycles
-        computes = np.maximum(cycles[0].computes, serializer_items(self.alone(producer)[-1]))
-        return [replace(cycles[0], compute=float(computes.mean()), computes=computes)]
+        items = serializer_items(self.alone(producer)[-1])
+        computes = np.maximum(cycles[0].computes, items)
+        bound = INPUT_BOUND if float(items.mean()) > cycles[0].compute else cycles[0].bound
+        return [replace(cycles[0], compute=float(computes.mean()), computes=computes, bound=bound)]
 
     def chained(self, stages: tuple[Stage, ...], in_lanes: int, deep_channels: str | None) -> list[ChainedStage]:
         """The stages of a design in lockstep as `chained_interval` follows them: each with its
@@ -1620,18 +1619,18 @@ class CostModel:
                 producer = stages[number - 1]
                 units = producer.units if producer.mode == DATAFLOW else 1
                 into = stage_output(self.model, producer.layers[-1], producer.pes, units, deep_channels)
-            buffer = into.subs * (into.depth + CHANNEL_EXTRA_ITEMS)
+            buffer = into.depth + CHANNEL_EXTRA_ITEMS  # a sub-channel's: `items` are the busiest serializer's
             if stage.mode == DATAFLOW:
                 last = self.dataflow_cycles(stage)
                 single = self.shape(stage.layers[0], stage.pes).single_cycle
                 compute, tail, drain, last_drain = last.computing, compute_latency(single), 0.0, 0.0
-                takes = last.computes
+                takes = self.intake(stage)
             else:
                 alone = self.alone(stage)
                 first, last = alone[0], alone[-1]
-                later = [cycles.after(alone[k - 1], looped_back=True).held for k, cycles in enumerate(alone) if k]
+                later = sum((cycles.held for cycles in self.passes(stage)[1:]), np.zeros(1))
                 compute, tail, takes = first.computes, first.tails, first.computes - first.tails
-                drain, last_drain = first.drain + sum(later, np.zeros(1)), last.drain
+                drain, last_drain = first.drain + later, last.drain
             chained.append(
                 ChainedStage(
                     sequential=stage.mode == SEQUENTIAL,
