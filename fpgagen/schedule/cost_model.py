@@ -29,6 +29,7 @@ from ..engine.geometry import (
     DenseOutput,
     LayerShape,
     LogicShape,
+    Output,
     SequentialShape,
     accumulator_bits,
     bits_for,
@@ -852,6 +853,16 @@ class ChainedStage:
     takes: np.ndarray  # from its opening for a vector to taking that vector's last item, unhindered
     buffer: int  # items the channel into it holds
 
+    def repeated(self, vectors: int, passes: int) -> ChainedStage:
+        """This stage with each per-vector figure for `vectors` vectors (one expected vector
+        repeated), the sample run `passes` times in a row."""
+        arrays = ("compute", "tail", "drain", "outputs", "items", "takes")
+        return replace(self, **{name: _repeated(getattr(self, name), vectors, passes) for name in arrays})
+
+
+def _repeated(values: np.ndarray, vectors: int, passes: int) -> np.ndarray:
+    return np.tile(np.broadcast_to(np.asarray(values, dtype=np.float64), (vectors,)), passes)
+
 
 def serializer_items(cycles: LayerCycles) -> np.ndarray:
     """Per vector, the items a layer's busiest serializer emits, one a cycle: its outputs' cycles
@@ -869,15 +880,8 @@ def chained_interval(reader: np.ndarray, stages: list[ChainedStage]) -> float:
     open, the channel holding `buffer` of them. The sample runs TANDEM_PASSES times in a row and
     the interval is the spacing of the last stage's outputs over the last pass."""
     vectors = max(reader.size, *(stage.compute.size for stage in stages))
-
-    def repeated(values: np.ndarray | float) -> np.ndarray:
-        return np.tile(np.broadcast_to(np.asarray(values, dtype=np.float64), (vectors,)), TANDEM_PASSES)
-
-    emitting = repeated(reader)
-    runs = [
-        {name: repeated(getattr(stage, name)) for name in ("compute", "tail", "drain", "outputs", "items", "takes")}
-        for stage in stages
-    ]
+    emitting = _repeated(reader, vectors, TANDEM_PASSES)
+    runs = [stage.repeated(vectors, TANDEM_PASSES) for stage in stages]
     total = vectors * TANDEM_PASSES
     # a sequential stage's last drain done, a dataflow stage's drain started: it opens for the next
     finished = np.zeros((len(stages), total))
@@ -886,23 +890,23 @@ def chained_interval(reader: np.ndarray, stages: list[ChainedStage]) -> float:
         opened = finished[:, v - 1] if v else np.zeros(len(stages))
         before = emitted[0, v - 1] if v else 0.0
         emitted[0, v] = max(before + emitting[v], opened[0] + emitting[v] - stages[0].buffer)
-        for s, (stage, run) in enumerate(zip(stages, runs)):
+        for s, run in enumerate(runs):
             arrived = emitted[s, v]
             previous = emitted[s + 1, v - 1] if v else 0.0
-            if stage.sequential:
-                computed = max(opened[s] + L_PASS + run["compute"][v], arrived + run["tail"][v])
-                done = max(computed, previous + L_PASSING) + run["drain"][v]
-                out = done - stage.last_drain + run["outputs"][v]
+            if run.sequential:
+                computed = max(opened[s] + L_PASS + run.compute[v], arrived + run.tail[v])
+                done = max(computed, previous + L_PASSING) + run.drain[v]
+                out = done - run.last_drain + run.outputs[v]
             else:
-                done = max(opened[s] + run["compute"][v], arrived + run["tail"][v])
-                out = max(done + run["outputs"][v], previous + run["items"][v])
-            items = run["items"][v]
-            if s + 1 < len(stages) and items > stages[s + 1].buffer:
+                done = max(opened[s] + run.compute[v], arrived + run.tail[v])
+                out = max(done + run.outputs[v], previous + run.items[v])
+            items = run.items[v]
+            if s + 1 < len(runs) and items > runs[s + 1].buffer:
                 # the next stage takes the items at its own pace from its opening or the first
                 # item, whichever is later; the channel holds the last `buffer` of them
                 first = out - items
-                taken = max(items, runs[s + 1]["takes"][v])
-                out = max(out, max(opened[s + 1], first) + taken * (1.0 - stages[s + 1].buffer / items))
+                taken = max(items, runs[s + 1].takes[v])
+                out = max(out, max(opened[s + 1], first) + taken * (1.0 - runs[s + 1].buffer / items))
             finished[s, v], emitted[s + 1, v] = done, out
     last = emitted[-1]
     return float(last[-1] - last[-vectors - 1]) / vectors
@@ -1583,12 +1587,16 @@ class CostModel:
         """What `deep` channels add to `stage`: its output channel's FIFOs (nothing for the model's
         last stage, which drains dense beats). The scheduler prices every candidate's, so this
         builds the channel alone, not the stage's memories."""
-        units = stage.units if stage.mode == DATAFLOW else 1
-        shallow = stage_output(self.model, stage.layers[-1], stage.pes, units)
+        shallow = self.output(stage)
         if isinstance(shallow, DenseOutput):
             return Resources()
-        deeper = stage_output(self.model, stage.layers[-1], stage.pes, units, deep)
-        return total(deeper.memories("output")) - total(shallow.memories("output"))
+        return total(self.output(stage, deep).memories("output")) - total(shallow.memories("output"))
+
+    def output(self, stage: Stage, deep: str | None = None) -> Output:
+        """Where `stage` drains: the next stage's channel (a sub-channel per issue unit of a
+        dataflow stage, one for a sequential stage), deep or shallow, or dense beats."""
+        units = stage.units if stage.mode == DATAFLOW else 1
+        return stage_output(self.model, stage.layers[-1], stage.pes, units, deep)
 
     def counted(self, stages: tuple[Stage, ...], number: int, cycles: list[LayerCycles]) -> list[LayerCycles]:
         """The cycles of stage `number`'s layers as the RTL counts a layer's busy cycles (its
@@ -1616,9 +1624,7 @@ class CostModel:
             if number == 0:
                 into = reader_channel(self.model.in_features, in_lanes, deep_channels)
             else:
-                producer = stages[number - 1]
-                units = producer.units if producer.mode == DATAFLOW else 1
-                into = stage_output(self.model, producer.layers[-1], producer.pes, units, deep_channels)
+                into = self.output(stages[number - 1], deep_channels)
             buffer = into.depth + CHANNEL_EXTRA_ITEMS  # a sub-channel's: `items` are the busiest serializer's
             if stage.mode == DATAFLOW:
                 last = self.dataflow_cycles(stage)
@@ -1635,8 +1641,8 @@ class CostModel:
                 ChainedStage(
                     sequential=stage.mode == SEQUENTIAL,
                     compute=compute,
-                    tail=np.broadcast_to(np.asarray(tail, dtype=np.float64), np.shape(compute)),
-                    drain=np.broadcast_to(np.asarray(drain, dtype=np.float64), np.shape(compute)),
+                    tail=np.atleast_1d(tail),
+                    drain=np.atleast_1d(drain),
                     last_drain=last_drain,
                     outputs=last.outputs,
                     items=serializer_items(last),
