@@ -1102,7 +1102,7 @@ def test_layers_next_to_a_sequential_stage_are_reported_as_the_rtl_counts_them()
     cost = CostModel(model, BOARD, Activity.from_calibration(model, images))
     fast = Stage(DATAFLOW, (2,), 32, BRAM, 2, private=True)
     third = cost.estimate((sequential, fast), 8).layers[-1]
-    items = cost_model.serializer_items(cost.alone(sequential)[-1])
+    items = cost.alone(sequential)[-1].items
     assert third.cycles.computes == pytest.approx(np.maximum(cost.dataflow_cycles(fast).computes, items))
     assert third.compute > 1.5 * cost.dataflow_cycles(fast).compute
     assert third.bound == cost_model.INPUT_BOUND and first.bound != cost_model.INPUT_BOUND

@@ -442,6 +442,9 @@ class LayerCycles:
     # and an empty vector's turn at the drain: its end words, or the model's last layer's beats
     empty: np.ndarray | None = field(default=None, compare=False, repr=False)
     empty_drain: float = L_EMPTY
+    # per vector, the items the layer's busiest serializer emits, one a cycle: `outputs` without
+    # the drain's latency before the first (0: dense beats, the model's output)
+    items: np.ndarray = field(default_factory=lambda: np.zeros(1), compare=False, repr=False)
 
     @property
     def occupancy(self) -> float:
@@ -864,12 +867,6 @@ def _repeated(values: np.ndarray, vectors: int, passes: int) -> np.ndarray:
     return np.tile(np.broadcast_to(np.asarray(values, dtype=np.float64), (vectors,)), passes)
 
 
-def serializer_items(cycles: LayerCycles) -> np.ndarray:
-    """Per vector, the items a layer's busiest serializer emits, one a cycle: its outputs' cycles
-    without the drain's latency before the first."""
-    return np.maximum(cycles.outputs - (L_DRAIN + L_WORDS), 0.0)
-
-
 def chained_interval(reader: np.ndarray, stages: list[ChainedStage]) -> float:
     """Cycles between vectors of a design in lockstep (`in_lockstep`), each vector followed through
     its stages' hand-offs (docs/cost-model.md, "Designs"). A stage opens for vector v (takes its
@@ -945,7 +942,7 @@ class CostModel:
         self._placements: dict[tuple[int, int], Placement] = {}
         self._shapes: dict[tuple[int, int], LayerShape] = {}
         self._cycles: dict[tuple[int, int, str, int, int, int, bool, int], LayerCycles] = {}
-        self._outputs: dict[tuple[int, int, int, int], np.ndarray] = {}  # shared by a layer's modes, slots, channels
+        self._items: dict[tuple[int, int, int, int], np.ndarray] = {}  # shared by a layer's modes, slots, channels
         self._quiet_shares: dict[tuple[int, int], np.ndarray | None] = {}  # shared by a layer's K, PEs' kinds, lanes
         self._empty: dict[int, np.ndarray | None] = {}
         self._issue: dict[tuple[int, int, int], np.ndarray] = {}  # shared by shared and private PEs
@@ -1026,7 +1023,8 @@ class CostModel:
         placement = self.placement(index, pes)
         inputs = self.activity.inputs(index)
         drain, _ = self._drain_length(index, pes, units, False, pes)
-        output = self._output_per_vector(index, pes, units)
+        items = self._items_per_vector(index, pes, units)
+        output = self._outputs_after_drain(index, items)
         beats = inputs.rows @ placement.beats
         work = np.maximum(inputs.rows.sum(axis=1), beats)
         reads = inputs.rows @ (placement.beats > 0)
@@ -1035,12 +1033,15 @@ class CostModel:
         # a pass's first read waits MEMORY_LATENCY: its rows come from the pass before
         tails = np.where(reads > 0, sequential_latency(self.shape(index, pes).single_cycle), L_LOOKUP)
         compute = np.maximum(work, memory) + tails
-        return LayerCycles(float(compute.mean()), drain, float(output.mean()), bound, compute, output, tails)
+        return LayerCycles(
+            float(compute.mean()), drain, float(output.mean()), bound, compute, output, tails, items=items
+        )
 
     def _dataflow_cycles(self, index: int, pes: int, units: int, private: bool, drain_lanes: int) -> LayerCycles:
         shape = self.shape(index, pes)
         drain, delay = self._drain_length(index, pes, units, private, drain_lanes)
-        output = self._output_per_vector(index, pes, units, drain_lanes) + delay
+        items = self._items_per_vector(index, pes, units, drain_lanes)
+        output = self._outputs_after_drain(index, items) + delay
         if private:
             # a private PE takes at most an entry a beat of its own unit: only the units limit
             # (docs/engine.md, "Private PEs")
@@ -1065,6 +1066,7 @@ class CostModel:
             empty=self._empty_vectors(index),
             # the model's last layer writes an empty vector's beats, zeros, as it drains a bank
             empty_drain=drain if self.is_last(index) else L_EMPTY,
+            items=items,
         )
 
     def _drain_length(self, index: int, pes: int, units: int, private: bool, drain_lanes: int) -> tuple[float, int]:
@@ -1167,22 +1169,28 @@ class CostModel:
             self._pe_busy[key] = pe_cycles(self.activity.inputs(index), self.placement(index, pes).counts)
         return self._pe_busy[key]
 
-    def _output_per_vector(self, index: int, pes: int, groups: int, drain_lanes: int | None = None) -> np.ndarray:
-        """The drain's serializers per vector: each of `groups` emits the nonzero outputs of its
-        drain_lanes / groups lanes of each drain row (None: P), one a cycle (0 for the model's last
-        layer, which drains dense beats)."""
+    def _outputs_after_drain(self, index: int, items: np.ndarray) -> np.ndarray:
+        """Per vector, from a drain's start to its serializers' last item: the drain's latency
+        (its outputs' words) and the busiest serializer's `items`, one a cycle; 0 for the model's
+        last layer, whose drain writes dense beats."""
+        return items if self.is_last(index) else items + L_DRAIN + L_WORDS
+
+    def _items_per_vector(self, index: int, pes: int, groups: int, drain_lanes: int | None = None) -> np.ndarray:
+        """The items of the drain's busiest serializer per vector: each of `groups` emits the
+        nonzero outputs of its drain_lanes / groups lanes of each drain row (None: P), one a cycle
+        (0 for the model's last layer, which drains dense beats)."""
         if self.is_last(index):
             return np.zeros(1)
         lanes = drain_lanes or pes
         key = (index, pes, groups, lanes)
-        if key not in self._outputs:
+        if key not in self._items:
             placement = self.placement(index, pes)
             # output j on lane pe[j] at local address j // P: drain row address * P / D + pe[j] // D
             row = np.arange(self.layers[index].out_features) // pes * (pes // lanes) + placement.pe // lanes
             group = placement.pe % lanes // (lanes // groups)
             emitted = serializer_cycles(self.activity.inputs(index + 1), row, group, groups, empty_words=False)
-            self._outputs[key] = emitted + L_DRAIN + L_WORDS
-        return self._outputs[key]
+            self._items[key] = emitted
+        return self._items[key]
 
     def reader(self, lanes: int | None = None) -> ReaderCost:
         """The input reader: a beat of `lanes` values a cycle (by default the engine's choice), a
@@ -1610,7 +1618,7 @@ class CostModel:
             return [self.alone(stage)[0], *cycles[1:]]
         if producer is None or producer.mode != SEQUENTIAL:
             return cycles
-        items = serializer_items(self.alone(producer)[-1])
+        items = self.alone(producer)[-1].items
         computes = np.maximum(cycles[0].computes, items)
         bound = INPUT_BOUND if float(items.mean()) > cycles[0].compute else cycles[0].bound
         return [replace(cycles[0], compute=float(computes.mean()), computes=computes, bound=bound)]
@@ -1645,7 +1653,7 @@ class CostModel:
                     drain=np.atleast_1d(drain),
                     last_drain=last_drain,
                     outputs=last.outputs,
-                    items=serializer_items(last),
+                    items=last.items,
                     takes=takes,
                     buffer=buffer,
                 )
