@@ -50,17 +50,21 @@ class Activity:
         x = flatten_inputs(model, x, "calibration inputs")
         if x.shape[0] == 0:
             raise FpgagenError("calibration inputs: the array holds no samples")
-        golden = GoldenModel(model)
-        x_q = golden.quantize_inputs(x)
-        inputs = [sp.csr_array(x_q), *golden.run_q(x_q, trace=True)[:-1]]
-        batch = x.shape[0]
+        return cls.from_quantized(model, GoldenModel(model).quantize_inputs(x), "calibration inputs")
+
+    @classmethod
+    def from_quantized(cls, model: Model, x_q: np.ndarray, what: str = "inputs") -> Activity:
+        """The activity on the fixed-point inputs `x_q` ((vectors, in_features) integers), as the
+        design computes them (a simulation's vectors)."""
+        inputs = [sp.csr_array(x_q), *GoldenModel(model).run_q(x_q, trace=True)[:-1]]
+        batch = x_q.shape[0]
         kept = min(batch, MAX_SAMPLES, max(1, SAMPLE_BUDGET // sum(layer.in_features for layer in model.layers)))
         return cls(
             tuple(
                 np.bincount(act.indices, minlength=layer.in_features) / batch
                 for act, layer in zip(inputs, model.layers)
             ),
-            f"activation density measured on {batch} calibration inputs",
+            f"activation density measured on {batch} {what}",
             tuple(act[:kept].toarray() != 0 for act in inputs),
         )
 

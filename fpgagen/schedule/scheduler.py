@@ -147,10 +147,10 @@ def _sooner(
     candidates: Candidates,
 ) -> tuple[tuple[Stage, ...], DesignEstimate]:
     """The latency search's design, or the throughput search's where that reaches its first result
-    sooner. The latency search minimizes a sum that bounds the first result (searched_latency) but
-    overstates designs whose loads into UltraRAM overlap the stages before them by up to one
-    stage's latency, so on a short pipeline another design can be sooner (Graph Challenge 4096 x 12
-    on the ZCU104: 32,021 cycles against the throughput design's 29,103). This costs a second
+    sooner. The latency search minimizes a sum over the stages (searched_latency), which
+    overstates designs whose stages or loads overlap, so another design can be sooner (Graph
+    Challenge 4096 x 12 on the ZCU104: 32,021 cycles against the throughput design's 29,103,
+    under the summed model). This costs a second
     search: its design as it found it and as the throughput objective takes it (which may search
     again for room for deep channels, and find another)."""
     found = tuple(candidate.stage for candidate in solve(problem, "throughput", description))
