@@ -73,15 +73,13 @@ from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
 
 from fpgagen.cli import app
-from fpgagen.design import board_from_manifest, model_from_manifest
+from fpgagen.design import model_from_manifest
 from fpgagen.engine.plan import row_beats
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.golden import GoldenModel
 from fpgagen.manifest import read_manifest
-from fpgagen.performance import layer_performance
-from fpgagen.schedule.activity import Activity
-from fpgagen.schedule.cost_model import CostModel
+from fpgagen.performance import first_result_estimate, layer_performance
 from fpgagen.vectors import read_vectors
 
 HERE = Path(__file__).parent
@@ -282,17 +280,6 @@ def measure(outdir: Path) -> tuple[list[LayerFigures], dict]:
     return figures, results
 
 
-def first_result_estimate(outdir: Path, results: dict) -> float:
-    """The cost model's first result for the simulation's first vector as a batch's first: what
-    the testbench's cycles to the first output measure."""
-    model = model_from_manifest(outdir)
-    first = read_vectors(outdir / results["vectors_folder"]).x_q[:1]
-    board = board_from_manifest(read_manifest(outdir), outdir)
-    cost = CostModel(model, board, Activity.from_quantized(model, first, "simulated vector"))
-    schedule = model.schedule
-    return cost.estimate(schedule.stages, 1, schedule.in_lanes, schedule.deep_channels).latency
-
-
 def run(config: Config, work: Path, images: int) -> dict:
     outdir = work / config.name
     if outdir.exists():
@@ -333,7 +320,9 @@ def run(config: Config, work: Path, images: int) -> dict:
         "interval_estimate": totals["interval"],
         "interval_measured": steady,
         "latency_estimate": totals["latency"],  # the mean over the calibration vectors
-        "latency_first_estimate": first_result_estimate(outdir, results),
+        "latency_first_estimate": first_result_estimate(
+            outdir, manifest, model_from_manifest(outdir), read_vectors(outdir / results["vectors_folder"])
+        ),
         "latency_measured": results["first_output_cycles"],
         "cycles_per_vector": results["cycles_per_vector"],
         "sequential_channels": channels,

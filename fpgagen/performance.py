@@ -16,12 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .design import model_from_manifest
+from .design import board_from_manifest, model_from_manifest
 from .engine.plan import row_beats
 from .errors import FpgagenError
 from .ir import Model
 from .manifest import read_manifest
 from .results import SIM_RESULTS
+from .schedule.activity import Activity
+from .schedule.cost_model import CostModel
 from .vectors import Vectors, read_vectors
 
 
@@ -89,6 +91,16 @@ def layer_performance(outdir: Path, vectors: Path | None = None) -> list[LayerPe
     results = read_sim_results(outdir)
     data = read_vectors(vectors or simulated_vectors_folder(outdir, results, manifest))
     return measure_layers(manifest, results, model_from_manifest(outdir), data)
+
+
+def first_result_estimate(outdir: Path, manifest: dict, model: Model, data: Vectors) -> float:
+    """The cost model's cycles to the first output of a simulation of `data`: its first vector as
+    a batch's first (CostModel.first_result), what the testbench's `first_output_cycles` measures.
+    The design's own figure is the mean over its calibration vectors, each as the first."""
+    activity = Activity.from_quantized(model, data.x_q[:1], "simulated vector")
+    cost = CostModel(model, board_from_manifest(manifest, Path(outdir)), activity)
+    schedule = model.schedule
+    return cost.estimate(schedule.stages, 1, schedule.in_lanes, schedule.deep_channels).latency
 
 
 @dataclass(frozen=True)

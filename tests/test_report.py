@@ -236,6 +236,9 @@ def test_the_report_states_its_own_figures_correctly(reported):
     assert data.measured_interval == pytest.approx(
         (sim["total_cycles"] - sim["first_output_cycles"]) / (sim["vectors"] - 1)
     )
+    # beside the RTL's first output, the cost model on the vector it ran first
+    assert data.first_result_estimate == pytest.approx(sim["first_output_cycles"], rel=0.05)
+    assert f"{data.first_result_estimate:,.0f}" in reported.read_text()
 
 
 def test_a_report_before_any_simulation_says_what_is_missing(example, tmp_path, run_cli):

@@ -17,7 +17,13 @@ from ..design import model_from_manifest
 from ..errors import FpgagenError
 from ..ir import Model
 from ..manifest import read_manifest
-from ..performance import LayerPerformance, layer_demands, measure_layers, simulated_vectors_folder
+from ..performance import (
+    LayerPerformance,
+    first_result_estimate,
+    layer_demands,
+    measure_layers,
+    simulated_vectors_folder,
+)
 from ..results import CSIM_RESULTS, SIM_RESULTS, SYNTH_RESULTS
 from ..vectors import Vectors, idle_layers, read_vectors
 from .metrics import FixedPointError, PeLoad, StageInterval, fixed_point_errors, pe_loads, stage_intervals
@@ -71,6 +77,8 @@ class ReportData:
     loads: list[PeLoad] | None = None
     errors: list[FixedPointError] | None = None
     roofline: Roofline | None = None
+    # the cost model's cycles to the first output of the RTL run, on its first vector
+    first_result_estimate: float | None = None
 
     @property
     def simulated(self) -> bool:
@@ -135,6 +143,7 @@ def _input_figures(data: ReportData) -> None:
     data.errors = fixed_point_errors(model, vectors)
     if data.simulated:
         data.performance = measure_layers(data.manifest, data.sim, model, vectors)
+        data.first_result_estimate = first_result_estimate(data.outdir, data.manifest, model, vectors)
     data.roofline = _roofline(data)
 
 
