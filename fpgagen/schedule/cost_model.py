@@ -1653,8 +1653,8 @@ class CostModel:
     ) -> float:
         """Cycles from a batch's start to its first result's last beat, the mean over the sample's
         vectors of each as the batch's first: the vector followed through the stages' hand-offs as
-        `chained_interval` follows every vector, nothing ahead of it (docs/cost-model.md, "First
-        result"). Each item reaches the next stage L_HAND_OFF after it left. A stage starts on its
+        `chained_interval` follows every vector, nothing ahead of it (docs/cost-model.md,
+        "Designs", latency). Each item reaches the next stage L_HAND_OFF after it left. A stage starts on its
         first item, or when its `loads` have ended if later: the loader fills the loaded dataflow
         stages' UltraRAM one after another after the memory's latency; a sequential stage loads its
         tables through its own reader from the batch's start. It computes until its last item came
