@@ -121,7 +121,7 @@ def run_case(case: Case, board_name: str) -> dict:
             "bottleneck": estimate.bottleneck,  # the slowest stage's mean interval: what the scheduler minimizes
             "latency": estimate.latency,
             # what the latency objective minimizes (cost_model.searched_latency): each stage's
-            # latency or load, whichever is longer, which bounds `latency` up to one stage's
+            # latency or load, whichever is longer, a proxy for `latency` (not a bound either way)
             "search_latency": estimate.searched_latency,
             "vectors_per_s": estimate.steady_vectors_per_s,
             "edges_per_s": estimate.steady_vectors_per_s * estimate.edges,

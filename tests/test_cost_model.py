@@ -1024,7 +1024,7 @@ def test_the_first_result_waits_for_the_loads_it_cannot_overlap():
     cost, reader = _gc64()
     # a first stage of one PE: every vector reaches the second after the memory's latency
     stages = (Stage(DATAFLOW, (0,), 1, URAM, 1), *(Stage(DATAFLOW, (index,), 8, URAM, 1) for index in (1, 2)))
-    first = functools.partial(cost.first_result, stages, reader, deep_channels=None)
+    first = functools.partial(cost.first_result, stages, reader, chained=cost.chained(stages, reader.lanes, None))
     alone = first([0.0, 0.0, 0.0])
     assert first([0.0, 1.0, 0.0]) == alone  # hidden behind the first stage's work
     far = 1e6
@@ -1034,9 +1034,9 @@ def test_the_first_result_waits_for_the_loads_it_cannot_overlap():
     assert first([far, 0.0, far]) == first([0.0, 0.0, 2 * far]) > first([far, 0.0, 0.0]) + far - alone
     # sequential stages load their tables beside each other from the batch's start
     tables = (Stage(SEQUENTIAL, (0,), 8, OFFCHIP), Stage(SEQUENTIAL, (1,), 8, OFFCHIP), stages[2])
-    assert cost.first_result(tables, reader, [far, far, 0.0], None) == cost.first_result(
-        tables, reader, [far, 0.0, 0.0], None
-    )
+    loaded = functools.partial(cost.first_result, tables, reader, chained=cost.chained(tables, reader.lanes, None))
+    assert loaded([far, 0.0, 0.0]) - loaded([0.0, 0.0, 0.0]) == pytest.approx(far - L_READER - L_HAND_OFF)
+    assert loaded([far, far, 0.0]) == loaded([far, 0.0, 0.0])
 
 
 def test_the_first_result_overlaps_the_stages_and_counts_each_hand_off(monkeypatch):

@@ -594,7 +594,7 @@ def test_the_search_makes_room_for_deep_channels_where_they_pay():
     # and the throughput objective's; here their first results are equal, and it takes the faster.
     searched = CostModel(model, tight, activity).estimate(roomy.stages, 1024)
     first = schedule(model, tight, DATAFLOW, pes=8, activity=activity, objective="latency").schedule
-    assert first.estimate.latency == pytest.approx(min(searched.latency, made_room.estimate.latency))
+    assert first.estimate.latency == searched.latency == made_room.estimate.latency
     assert first.estimate.interval == made_room.estimate.interval < searched.interval
 
 
@@ -829,9 +829,10 @@ def test_a_board_clock_the_engine_cannot_meet_is_not_used(tmp_path, run_cli):
 
 
 def test_the_latency_objective_is_never_later_than_the_throughput_design():
-    """Its search minimizes a bound that overstates overlapped loads into UltraRAM; on Graph
-    Challenge 4096 x 12 for the ZCU104 it found 32,021 cycles to the first result where the
-    throughput design takes 29,103, so the throughput search's design is taken when sooner."""
+    """Its search minimizes a sum over the stages that is not the first result (it overstates
+    overlapping stages and understates chained loads into UltraRAM); on Graph Challenge 4096 x 12
+    for the ZCU104 it found 32,021 cycles to the first result where the throughput design takes
+    29,103 (under the summed model), so the throughput search's design is taken when sooner."""
     images = draw_images(4096, 20, np.random.default_rng(0)).toarray()
     model = quantize(network(4096, 12), parse_precision("w8a16"), images)
     activity = Activity.from_calibration(model, images)

@@ -143,7 +143,11 @@ def _design(data: ReportData) -> list[dict]:
         ("target clock (MHz, the board profile's; no place and route here)", mhz, mhz, ".4g"),
         ("interval (cycles per vector, steady state)", interval, measured_interval, ",.0f"),
         ("latency (cycles to the first output)", latency, measured_latency, ",.0f"),
-        ("latency, mean over the calibration vectors (cycles, the design's figure)", mean_latency, None, ",.0f"),
+        *(
+            [("latency, mean over the calibration vectors (cycles, the design's figure)", mean_latency, None, ",.0f")]
+            if latency != mean_latency
+            else []
+        ),
         (f"cycles for the {batch} vectors simulated", run, sim["total_cycles"] if sim else None, ",.0f"),
         ("time per vector (µs, steady state)", _per(interval, mhz), _per(measured_interval, mhz), ".4g"),
         ("latency (µs)", _per(latency, mhz), _per(measured_latency, mhz), ".4g"),

@@ -48,14 +48,14 @@ class Activity:
         if not model.quantized:
             raise FpgagenError("measure activity on a quantized model")
         x = flatten_inputs(model, x, "calibration inputs")
-        if x.shape[0] == 0:
-            raise FpgagenError("calibration inputs: the array holds no samples")
         return cls.from_quantized(model, GoldenModel(model).quantize_inputs(x), "calibration inputs")
 
     @classmethod
     def from_quantized(cls, model: Model, x_q: np.ndarray, what: str = "inputs") -> Activity:
         """The activity on the fixed-point inputs `x_q` ((vectors, in_features) integers), as the
         design computes them (a simulation's vectors)."""
+        if x_q.shape[0] == 0:
+            raise FpgagenError(f"{what}: the array holds no samples")
         inputs = [sp.csr_array(x_q), *GoldenModel(model).run_q(x_q, trace=True)[:-1]]
         batch = x_q.shape[0]
         kept = min(batch, MAX_SAMPLES, max(1, SAMPLE_BUDGET // sum(layer.in_features for layer in model.layers)))

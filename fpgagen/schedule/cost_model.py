@@ -108,8 +108,10 @@ L_ROTATE = 1
 # the stage's compute latency. The channel's FIFO, the merger's fetch, decision and routing
 # registers, the PEs' done flags through fg_all's two levels and the decision to drain: 15 cycles
 # measured on every hand-off into a private stage of Graph Challenge 1024 x 8 (bench_rtl gc-auto
-# and gc-slice, the stages' drains logged in Verilator). Steady state hides it (the next vector
-# is under way); the first result waits for it at every stage (CostModel.first_result).
+# and gc-slice, the stages' drains logged in Verilator), and counted at every hand-off: the
+# reader's, and into sequential and shared stages (these take 28-49 in gc-dataflow-64, their PEs'
+# FIFOs not yet empty). Steady state hides it (the next vector is under way); the first result
+# waits for it at every stage (CostModel.first_result).
 L_HAND_OFF = 15
 DRAIN_LANE_SLACK = 0.005
 
@@ -685,11 +687,13 @@ def searched(stage: StageCost | StageEstimate) -> float:
 
 def searched_latency(reader: float, stages: Sequence[StageCost | StageEstimate]) -> float:
     """The latency the scheduler minimizes, a sum over the stages (which its search needs), each
-    stage's latency alone: a proxy for the first result (`CostModel.first_result`), which overlaps
-    the stages and their loads (1.01 to 1.78 times it on bench_rtl's designs). A sequential
-    stage's tables load beside everything from the batch's start, but an early stage's load is
-    not hidden, and counting only the longer part there made the search choose designs far later
-    than it thought (docs/cost-model.md, "Designs")."""
+    stage's latency alone: a proxy for the first result (`CostModel.first_result`), which it
+    neither bounds nor is bounded by. It overstates stages that overlap (1.01 to 1.78 times the
+    first result on bench_rtl's designs) and understates loads into UltraRAM, which run one after
+    another (test_rtl_offchip's dataflow_only, two stages loaded: 811 against 1,351). A
+    sequential stage's tables load beside everything from the batch's start, but an early
+    stage's load is not hidden, and counting only the longer part there made the search choose
+    designs far later than it thought (docs/cost-model.md, "Designs")."""
     return reader + sum(searched(stage) for stage in stages)
 
 
@@ -766,6 +770,7 @@ class DesignEstimate:
                 "memory_latency": MEMORY_LATENCY,
                 "L_reader": L_READER,
                 "L_lookup": L_LOOKUP,
+                "L_hand_off": L_HAND_OFF,
             },
             "reader": {
                 "in_lanes": self.reader.lanes,
@@ -829,7 +834,8 @@ def in_lockstep(stages: Sequence[Stage]) -> bool:
 
 @dataclass(frozen=True)
 class ChainedStage:
-    """A stage of a design in lockstep as CostModel.chained_interval follows it, per vector."""
+    """A stage as CostModel.chained_interval and CostModel.first_result follow a vector through
+    it, per vector."""
 
     sequential: bool
     # a sequential stage's first pass, its inputs all there; a dataflow stage's hold of the vector,
@@ -884,16 +890,26 @@ def chained_interval(reader: np.ndarray, stages: list[ChainedStage]) -> float:
             else:
                 done = max(opened[s] + run.compute[v], arrived + run.tail[v])
                 out = max(done + run.outputs[v], previous + run.items[v])
-            items = run.items[v]
-            if s + 1 < len(runs) and items > runs[s + 1].buffer:
-                # the next stage takes the items at its own pace from its opening or the first
-                # item, whichever is later; the channel holds the last `buffer` of them
-                first = out - items
-                taken = max(items, runs[s + 1].takes[v])
-                out = max(out, max(opened[s + 1], first) + taken * (1.0 - runs[s + 1].buffer / items))
+            if s + 1 < len(runs):
+                out = float(_handed_on(out, run.items[v], runs[s + 1].takes[v], runs[s + 1].buffer, opened[s + 1]))
             finished[s, v], emitted[s + 1, v] = done, out
     last = emitted[-1]
     return float(last[-1] - last[-vectors - 1]) / vectors
+
+
+def _handed_on(
+    out: np.ndarray | float,
+    items: np.ndarray | float,
+    takes: np.ndarray | float,
+    buffer: int,
+    opened: np.ndarray | float,
+) -> np.ndarray:
+    """When a stage's last item has left, `out` unhindered: the next stage takes its `items` at
+    its own pace (`takes`) from its opening or the first item, whichever is later, and the channel
+    between holds the last `buffer` of them."""
+    items = np.asarray(items, dtype=np.float64)
+    paced = np.maximum(opened, out - items) + np.maximum(items, takes) * (1.0 - buffer / np.maximum(items, 1.0))
+    return np.where(items > buffer, np.maximum(out, paced), out)
 
 
 def _by_vector(held: list[np.ndarray]) -> np.ndarray:
@@ -1555,8 +1571,9 @@ class CostModel:
                     drain_lanes=stage.drain_lanes,
                 )
             )
+        chained = self.chained(stages, reader.lanes, deep_channels)
         if in_lockstep(stages):
-            interval = chained_interval(reader.held, self.chained(stages, reader.lanes, deep_channels))
+            interval = chained_interval(reader.held, chained)
         else:
             interval = self.design_interval(*self.tandem_line(stages, held, emitted, deep_channels))
         return DesignEstimate(
@@ -1570,7 +1587,7 @@ class CostModel:
             stages=tuple(stage_estimates),
             roofline=self.roofline(),
             interval=interval,
-            latency=self.first_result(stages, reader, [estimate.load for estimate in stage_estimates], deep_channels),
+            latency=self.first_result(stages, reader, [estimate.load for estimate in stage_estimates], chained),
             deep_channels=deep_channels,
         )
 
@@ -1612,9 +1629,9 @@ class CostModel:
         return [replace(cycles[0], compute=float(computes.mean()), computes=computes, bound=bound)]
 
     def chained(self, stages: tuple[Stage, ...], in_lanes: int, deep_channels: str | None) -> list[ChainedStage]:
-        """The stages of a design in lockstep as `chained_interval` follows them: each with its
-        cycles alone (no neighbour's throttle: the recursion has the neighbours) and the items the
-        channel into it holds."""
+        """The stages of a design as `chained_interval` and `first_result` follow a vector through
+        them: each with its cycles alone (no neighbour's throttle: the recursions have the
+        neighbours) and the items the channel into it holds."""
         chained = []
         for number, stage in enumerate(stages):
             if number == 0:
@@ -1649,44 +1666,44 @@ class CostModel:
         return chained
 
     def first_result(
-        self, stages: tuple[Stage, ...], reader: ReaderCost, loads: list[float], deep_channels: str | None
+        self, stages: tuple[Stage, ...], reader: ReaderCost, loads: list[float], chained: list[ChainedStage]
     ) -> float:
         """Cycles from a batch's start to its first result's last beat, the mean over the sample's
-        vectors of each as the batch's first: the vector followed through the stages' hand-offs as
-        `chained_interval` follows every vector, nothing ahead of it (docs/cost-model.md,
-        "Designs", latency). Each item reaches the next stage L_HAND_OFF after it left. A stage starts on its
-        first item, or when its `loads` have ended if later: the loader fills the loaded dataflow
-        stages' UltraRAM one after another after the memory's latency; a sequential stage loads its
-        tables through its own reader from the batch's start. It computes until its last item came
-        and its compute's tail after it, or at its own pace from its start if slower (a sequential
-        stage then runs its later passes); its drain's first item comes after the drain's latency,
-        its last after the serializers' items, no sooner than the next stage takes them; the last
+        vectors of each as the batch's first: the vector followed through the stages (`chained`)
+        as `chained_interval` follows every vector, nothing ahead of it (docs/cost-model.md,
+        "Designs", latency). Each item reaches the next stage L_HAND_OFF after it left. A stage
+        starts on its first item, or when its `loads` have ended if later: the loader fills the
+        loaded dataflow stages' UltraRAM one after another after the memory's latency; a
+        sequential stage loads its tables through its own reader from the batch's start. It
+        computes until its last item came and its compute's tail after it, or at its own pace from
+        its start if slower (a sequential stage then runs its later passes); its drain's first item
+        comes after the drain's latency, its last after the serializers' items, no sooner than the
+        next stage takes them (an empty vector's end words at its turn at the drain); the last
         stage drains its dense beats."""
-        chained = self.chained(stages, reader.lanes, deep_channels)
+        if not stages:
+            raise ValueError("a design has at least one stage")
         first, last = np.full(1, float(L_READER)), L_READER + reader.held
         loading = float(MEMORY_LATENCY)  # where the loader's chain of loads has got to
-        for number, (stage, run, load) in enumerate(zip(stages, chained, loads)):
+        for number, (stage, run, load) in enumerate(zip(stages, chained, loads, strict=True)):
             first, last = first + L_HAND_OFF, last + L_HAND_OFF
-            final = number == len(stages) - 1
+            empty = None
             if stage.mode == DATAFLOW:
                 loading += load
                 start = np.maximum(first, loading if load else 0.0)
                 cycles = self.dataflow_cycles(stage)
                 done = np.maximum(start + cycles.computes, last + run.tail)
-                if final:
-                    return float(np.mean(done + cycles.drain_each))
-                serializing = done
+                drain_start, result, empty = done, done + cycles.drain_each, cycles.empty
             else:
                 start = np.maximum(first, load)
                 done = np.maximum(start + L_PASS + run.compute, last + run.tail) + run.drain
-                if final:
-                    return float(np.mean(done))
-                serializing = done - run.last_drain
-            first, last = serializing + run.outputs - run.items, serializing + run.outputs
-            taker = chained[number + 1]  # takes the items at its own pace; the channel holds `buffer`
-            paced = first + np.maximum(run.items, taker.takes) * (1.0 - taker.buffer / np.maximum(run.items, 1.0))
-            last = np.where(run.items > taker.buffer, np.maximum(last, paced), last)
-        raise ValueError("a design has at least one stage")
+                drain_start, result = done - run.last_drain, done
+            if number + 1 < len(stages):
+                out = run.outputs if empty is None else np.where(empty, L_EMPTY, run.outputs)
+                items = run.items if empty is None else np.where(empty, 0.0, run.items)
+                taker = chained[number + 1]
+                first = drain_start + out - items
+                last = _handed_on(drain_start + out, items, taker.takes, taker.buffer, 0.0)
+        return float(np.mean(result))
 
     def tandem_line(
         self,

@@ -15,7 +15,8 @@ program, solved with HiGHS (`scipy.optimize.milp`), is
     sum_{c sequential} channels_c x_c <= channels
 
 The latency, sum_c g_c x_c plus the reader's, is linear (g_c: cost_model.searched, a stage's
-latency with its load phase, whose sum bounds the first result: cost_model.searched_latency).
+latency with its load phase: cost_model.searched_latency, a proxy for the first result, which
+follows the vector through the stages and is not a sum).
 The interval, max(reader, max_c t_c x_c), is a bottleneck: a min-max objective makes branch and bound crawl (its LP bound is weak and
 near-equal designs abound), so the least interval is found by bisection over the values t_c:
 "is there a design with every interval <= T?" is the program above over the candidates with
@@ -148,7 +149,8 @@ def _sooner(
 ) -> tuple[tuple[Stage, ...], DesignEstimate]:
     """The latency search's design, or the throughput search's where that reaches its first result
     sooner. The latency search minimizes a sum over the stages (searched_latency), which
-    overstates designs whose stages or loads overlap, so another design can be sooner (Graph
+    overstates designs whose stages overlap and understates chained loads into UltraRAM, so
+    another design can be sooner (Graph
     Challenge 4096 x 12 on the ZCU104: 32,021 cycles against the throughput design's 29,103,
     under the summed model). This costs a second
     search: its design as it found it and as the throughput objective takes it (which may search
