@@ -136,7 +136,7 @@ def _design(data: ReportData) -> list[dict]:
     measured_latency = sim["first_output_cycles"] if sim else None
     # beside the RTL's first output, the model on the vector it ran first (the design's own figure
     # is the mean over its calibration vectors, each as a batch's first)
-    latency = data.first_result_estimate if sim and data.first_result_estimate else mean_latency
+    latency = data.first_result_estimate or mean_latency  # set only beside a simulation that passed
     batch = sim["vectors"] if sim else data.vectors.batch if data.vectors is not None else 1
     run = latency + (batch - 1) * interval if interval and latency else None
     rows = [

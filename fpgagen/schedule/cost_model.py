@@ -1686,20 +1686,20 @@ class CostModel:
         loading = float(MEMORY_LATENCY)  # where the loader's chain of loads has got to
         for number, (stage, run, load) in enumerate(zip(stages, chained, loads, strict=True)):
             first, last = first + L_HAND_OFF, last + L_HAND_OFF
-            empty = None
+            empty = False  # the vectors that take no bank: only a dataflow stage's
             if stage.mode == DATAFLOW:
                 loading += load
                 start = np.maximum(first, loading if load else 0.0)
                 cycles = self.dataflow_cycles(stage)
                 done = np.maximum(start + cycles.computes, last + run.tail)
-                drain_start, result, empty = done, done + cycles.drain_each, cycles.empty
+                drain_start, result = done, done + cycles.drain_each
+                empty = False if cycles.empty is None else cycles.empty
             else:
                 start = np.maximum(first, load)
                 done = np.maximum(start + L_PASS + run.compute, last + run.tail) + run.drain
                 drain_start, result = done - run.last_drain, done
             if number + 1 < len(stages):
-                out = run.outputs if empty is None else np.where(empty, L_EMPTY, run.outputs)
-                items = run.items if empty is None else np.where(empty, 0.0, run.items)
+                out, items = np.where(empty, L_EMPTY, run.outputs), np.where(empty, 0.0, run.items)
                 taker = chained[number + 1]
                 first = drain_start + out - items
                 last = _handed_on(drain_start + out, items, taker.takes, taker.buffer, 0.0)
