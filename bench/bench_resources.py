@@ -6,7 +6,7 @@ the scheduler's configuration for GC 1024 x 120, P = 40 and K = 2: the dataflow 
 only, every weight being alike; the six pruned MLPs of the tests that mix the modes, lane
 counts, precisions, w4a8 to w16a16, and weight encodings),
 prints estimate / Yosys per resource, and refits the logic constants of
-fpgagen/schedule/cost_model.py (`engine_logic`: per PE and accumulator bit, per PE and entry bit,
+fpgagen/schedule/resources.py (`engine_logic`: per PE and accumulator bit, per PE and entry bit,
 per fed PE and slot bit, per entry FIFO, per issue unit, per stage) by non-negative least squares
 relative to each design's total, printing the ratios the fitted constants would give, so a change to
 the RTL can be followed by a recalibration. Writes bench/results/resources.json. Takes over an hour
@@ -14,7 +14,7 @@ without cached counts (1 h 46 min on 2026-11-28 with the machine busy, the 64-PE
 hour of it; 51 min of Yosys in the run after, 25 of them the 64-PE design); Yosys's counts are kept by a hash of the RTL (bench/work/resources/yosys.json), so a re-run after a change
 to the cost model alone, which leaves the RTL byte-identical, synthesizes nothing again.
 
-It also measures the roofline's least PE (fpgagen.schedule.cost_model.least_pe_alone_luts): the
+It also measures the roofline's least PE (fpgagen.schedule.resources.least_pe_alone_luts): the
 engine's cheapest PE alone at each sum width, in a Yosys run of its own, against the price the
 roofline gives it, which must never be more. `--least-pe` measures only that (a minute), keeping
 the rest of the results file.
@@ -49,7 +49,7 @@ from fpgagen.manifest import read_manifest
 from fpgagen.prepare import FrontOptions, prepare
 from fpgagen.schedule.apply import apply_schedule
 from fpgagen.schedule.boards import load_board
-from fpgagen.schedule.cost_model import (
+from fpgagen.schedule.resources import (
     CHANNEL_FF,
     CHANNEL_LUT,
     FF_PER_TERM,
@@ -220,7 +220,7 @@ def _ratio(estimate: float, measured: float) -> float:
 
 
 def logic_features(manifest: dict) -> list[float]:
-    """What the logic constants of fpgagen.schedule.cost_model.engine_logic multiply (LOGIC_TERMS),
+    """What the logic constants of fpgagen.schedule.resources.engine_logic multiply (LOGIC_TERMS),
     summed over the design's stages as its engine plan sizes them; the input reader counts as a stage."""
     features = np.zeros(len(LOGIC_TERMS))
     for engine in manifest["engine"]["stages"]:

@@ -43,7 +43,7 @@ from fpgagen.passes.prune import prune
 from fpgagen.passes.quantize import quantize
 from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.boards import load_board
-from fpgagen.schedule.cost_model import board_budget
+from fpgagen.schedule.resources import board_budget
 from fpgagen.schedule.scheduler import DEFAULT_BATCH, schedule
 
 RESULTS = Path(__file__).parent / "results" / "schedule.json"
@@ -120,7 +120,7 @@ def run_case(case: Case, board_name: str) -> dict:
             "interval": estimate.interval,
             "bottleneck": estimate.bottleneck,  # the slowest stage's mean interval: what the scheduler minimizes
             "latency": estimate.latency,
-            # what the latency objective minimizes (cost_model.searched_latency): each stage's
+            # what the latency objective minimizes (estimates.searched_latency): each stage's
             # latency or load, whichever is longer, a proxy for `latency` (not a bound either way)
             "search_latency": estimate.searched_latency,
             "vectors_per_s": estimate.steady_vectors_per_s,

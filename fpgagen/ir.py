@@ -122,7 +122,7 @@ class Schedule:
     clock_mhz: float
     policy: str  # "auto", "dataflow" or "sequential"
     objective: str  # "throughput" or "latency"
-    estimate: object | None = None  # fpgagen.schedule.cost_model.DesignEstimate
+    estimate: object | None = None  # fpgagen.schedule.estimates.DesignEstimate
     # every channel between two stages (and the reader's) holds a whole vector's items per
     # sub-channel (fpgagen.engine.geometry.Channel.deep_depth) in this kind of memory, BRAM or URAM,
     # not a few items in LUTRAM (docs/engine.md, "Deep channels"); None: shallow channels

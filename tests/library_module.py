@@ -39,7 +39,7 @@ SINGLE_CYCLE_PE = """module gc_pe #(parameter integer SINGLE_CYCLE = 0) (
     );
 endmodule
 """
-# The roofline's least PE as the engine builds it (fpgagen.schedule.cost_model.least_pe_alone_luts),
+# The roofline's least PE as the engine builds it (fpgagen.schedule.resources.least_pe_alone_luts),
 # SUM_W to choose (tests/test_rtl_synthesis.py, bench/bench_resources.py): private (no FIFO), one
 # local address; positions only (a shift, no multiplier), so its read-modify-write takes one cycle,
 # or with 8-bit weights, pipelined, as a layer that multiplies must have it. Each with the encoding

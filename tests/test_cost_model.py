@@ -49,13 +49,11 @@ from fpgagen.ir import (
 )
 from fpgagen.numerics import parse_precision
 from fpgagen.passes.quantize import quantize
-from fpgagen.schedule import cost_model, scheduler, work
+from fpgagen.schedule import cost_model, cycles, resources, scheduler, work
 from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.boards import load_board
-from fpgagen.schedule.cost_model import (
-    CHANNEL_FF,
-    CHANNEL_LUT,
-    DEEP_CHANNEL_AHEAD,
+from fpgagen.schedule.cost_model import CostModel
+from fpgagen.schedule.cycles import (
     L_COMPUTE,
     L_DRAIN,
     L_EMPTY,
@@ -63,21 +61,28 @@ from fpgagen.schedule.cost_model import (
     L_LOOKUP,
     L_MEMORY,
     L_PASS,
-    L_PASSING,
     L_QUIET,
     L_READER,
     L_SINGLE_CYCLE,
     L_WORDS,
-    READER_LOGIC,
+    LayerCycles,
+)
+from fpgagen.schedule.estimates import ReaderCost
+from fpgagen.schedule.pacing import (
+    DEEP_CHANNEL_AHEAD,
+    L_PASSING,
     SHALLOW_CHANNEL_AHEAD,
     ChainedStage,
-    CostModel,
-    LayerCycles,
-    ReaderCost,
-    Resources,
     chained_interval,
-    engine_logic,
+    design_interval,
     in_lockstep,
+)
+from fpgagen.schedule.resources import (
+    CHANNEL_FF,
+    CHANNEL_LUT,
+    READER_LOGIC,
+    Resources,
+    engine_logic,
     least_pe_luts,
     logic_counts,
     price,
@@ -214,12 +219,12 @@ def test_a_private_stage_has_a_bank_pair_per_pe_of_every_unit_and_no_entry_fifo(
     assert cost.logic(Stage(DATAFLOW, (0,), 2, BRAM, 2, private=True)) == logic
     # one unit: the same PEs, each without its FIFO's logic and with what a private PE keeps of it
     one_shared, one_private = (engine_logic(cost.shape(0, 2).logic(1, private)) for private in (False, True))
-    assert one_shared.lut - one_private.lut == round(2 * cost_model.PE_FIFO_LUT) - round(2 * cost_model.PRIVATE_PE_LUT)
+    assert one_shared.lut - one_private.lut == round(2 * resources.PE_FIFO_LUT) - round(2 * resources.PRIVATE_PE_LUT)
     # two units: the drain adds the two PEs of each lane, an adder of the sum's bits a lane
     two = engine_logic(logic)
     no_adders = engine_logic(replace(logic, pes=2, fed_pes=2, units=1))  # one unit's PEs alone
     assert two.lut - 2 * no_adders.lut == pytest.approx(
-        2 * logic.acc_bits * cost_model.ADDER_LUT_PER_ACC_BIT - cost_model.STAGE_LUT,
+        2 * logic.acc_bits * resources.ADDER_LUT_PER_ACC_BIT - resources.STAGE_LUT,
         abs=1,  # one stage, not two
     )
 
@@ -229,7 +234,7 @@ def test_a_drain_of_fewer_lanes_reads_more_rows_through_fewer_requantizers():
     # layer a on P = 2: 3 local addresses; a lane a cycle reads 6 rows, then the groups' multiplexer
     full, one = cost.cycles(0, 2, DATAFLOW, 1), cost.cycles(0, 2, DATAFLOW, 1, drain_lanes=1)
     assert full.drain == 3 + L_DRAIN + L_WORDS
-    assert one.drain == 6 + L_DRAIN + L_WORDS + cost_model.L_DRAIN_MUX
+    assert one.drain == 6 + L_DRAIN + L_WORDS + cycles.L_DRAIN_MUX
     assert one.compute == full.compute
     # memories: a bias a row (a constant here: every bias is 0), words of one value
     memories = {m.role: m for m in cost.dataflow_memories(0, 2, 1, drain_lanes=1)}
@@ -239,15 +244,15 @@ def test_a_drain_of_fewer_lanes_reads_more_rows_through_fewer_requantizers():
     logic = cost.shape(0, 2).logic(1, drain_lanes=1)
     assert (logic.lanes, logic.drained, logic.drain_steps) == (2, 1, 2)
     saved = engine_logic(cost.shape(0, 2).logic(1)).lut - engine_logic(logic).lut
-    assert saved == pytest.approx(cost_model.DRAIN_LANE_LUT - logic.acc_bits * cost_model.DRAIN_MUX_LUTS[2], abs=1)
+    assert saved == pytest.approx(resources.DRAIN_LANE_LUT - logic.acc_bits * resources.DRAIN_MUX_LUTS[2], abs=1)
     stage = cost.dataflow(0, 2, 1, drain_lanes=1)
     assert stage.stage == Stage(DATAFLOW, (0,), 2, BRAM, 1, drain_lanes=1)
     assert cost.stage(stage.stage) == stage
     # a private stage multiplexes each unit's sums, then adds the D lanes' partial sums
     private = cost.shape(0, 2).logic(2, private=True, drain_lanes=1)
     saved = engine_logic(cost.shape(0, 2).logic(2, private=True)).lut - engine_logic(private).lut
-    adder_less_muxes = private.acc_bits * (cost_model.ADDER_LUT_PER_ACC_BIT - 2 * cost_model.DRAIN_MUX_LUTS[2])
-    assert saved == pytest.approx(cost_model.DRAIN_LANE_LUT + adder_less_muxes, abs=1)
+    adder_less_muxes = private.acc_bits * (resources.ADDER_LUT_PER_ACC_BIT - 2 * resources.DRAIN_MUX_LUTS[2])
+    assert saved == pytest.approx(resources.DRAIN_LANE_LUT + adder_less_muxes, abs=1)
 
 
 def test_the_cost_model_drains_as_few_lanes_as_keep_the_stage_as_fast():
@@ -366,11 +371,14 @@ def test_a_sequential_layer_waits_for_whichever_of_compute_bandwidth_and_latency
     read = MEMORY_LATENCY / MAX_BURSTS
     memory = (max(3, 2 * read) + max(2, read)) / 2
     assert own.compute == pytest.approx(memory + L_COMPUTE + L_MEMORY + MEMORY_LATENCY)
-    monkeypatch.setattr(cost_model, "MEMORY_LATENCY", 10 * MAX_BURSTS)  # 10 cycles a read
+    # the memory's latency paces the reads (cost_model) and ends a pass (cycles)
+    for module in (cost_model, cycles):
+        monkeypatch.setattr(module, "MEMORY_LATENCY", 10 * MAX_BURSTS)  # 10 cycles a read
     latent = hand_cost().cycles(0, 2, SEQUENTIAL)
     assert latent.bound == "memory"
     assert latent.compute == pytest.approx((2 * 10 + 1 * 10) / 2 + L_COMPUTE + L_MEMORY + 10 * MAX_BURSTS)
-    monkeypatch.setattr(cost_model, "MEMORY_LATENCY", 0)  # a memory that answers at once
+    for module in (cost_model, cycles):
+        monkeypatch.setattr(module, "MEMORY_LATENCY", 0)  # a memory that answers at once
     fast = hand_cost().cycles(0, 2, SEQUENTIAL)
     assert fast.bound == "compute"
     assert fast.compute == pytest.approx((3 + 2) / 2 + L_COMPUTE + L_MEMORY)
@@ -743,21 +751,21 @@ def test_a_shallow_channel_lets_a_stage_run_one_vector_ahead():
     shallow, deep = [SHALLOW_CHANNEL_AHEAD] * 2, [DEEP_CHANNEL_AHEAD] * 2
     twos = [np.ones(4), np.array([2.0, 2.0, 10.0, 10.0]), np.array([10.0, 10.0, 2.0, 2.0])]
     # A's two banks: A finishes vector v once B has finished v - 2, so runs of two overlap
-    assert CostModel.design_interval(twos, shallow) == 6.0
-    assert CostModel.design_interval(twos, [0, 0]) == 8.0  # without a vector ahead they would not
+    assert design_interval(twos, shallow) == 6.0
+    assert design_interval(twos, [0, 0]) == 8.0  # without a vector ahead they would not
     threes = [np.ones(6), np.array([2.0, 2.0, 2.0, 10.0, 10.0, 10.0]), np.array([10.0, 10.0, 10.0, 2.0, 2.0, 2.0])]
-    assert CostModel.design_interval(threes, shallow) == 7.0
-    assert CostModel.design_interval(threes, deep) == 6.0  # a deep channel holds another vector
+    assert design_interval(threes, shallow) == 7.0
+    assert design_interval(threes, deep) == 6.0  # a deep channel holds another vector
 
 
 def test_deep_channels_let_stages_slow_on_different_vectors_overlap():
     held = [np.ones(4), np.array([10.0, 2.0, 10.0, 2.0]), np.array([2.0, 10.0, 2.0, 10.0])]
     # room for every vector in the channels: in steady state each stage at its own mean
-    assert CostModel.design_interval(held, [8, 8]) == 6.0
+    assert design_interval(held, [8, 8]) == 6.0
     # every vector alike: the slowest stage, whatever the channels
     alike = [np.ones(4), np.full(4, 7.0), np.full(4, 3.0)]
     shallow = [SHALLOW_CHANNEL_AHEAD] * 2
-    assert CostModel.design_interval(alike, shallow) == CostModel.design_interval(alike, [8, 8]) == 7.0
+    assert design_interval(alike, shallow) == design_interval(alike, [8, 8]) == 7.0
 
 
 def _sequential(compute: float, tail: float, outputs: float, buffer: int) -> ChainedStage:
@@ -838,7 +846,7 @@ def test_a_sequential_stage_in_front_of_another_puts_the_design_in_lockstep():
     estimate = cost.estimate(stages, 8)
     lanes = estimate.reader.lanes
     assert estimate.interval == pytest.approx(chained_interval(held[0], cost.chained(stages, lanes, None)))
-    line = CostModel.design_interval(held, [SHALLOW_CHANNEL_AHEAD] * 3, cost.placed(stages))
+    line = design_interval(held, [SHALLOW_CHANNEL_AHEAD] * 3, cost.placed(stages))
     assert estimate.interval != pytest.approx(line)  # not the tandem line: the stages hand vectors on in step
     # a deep channel holds the items: the serializer need not wait for the next stage to open
     # (here the last stage, one PE, sets the pace either way)
@@ -848,23 +856,23 @@ def test_a_sequential_stage_in_front_of_another_puts_the_design_in_lockstep():
     # with a dataflow stage in the middle, the line
     stages = (first, dataflow, last)
     held = [cost.reader().held, *(cost.stage(stage).held for stage in stages)]
-    line = CostModel.design_interval(held, [SHALLOW_CHANNEL_AHEAD] * 3, cost.placed(stages))
+    line = design_interval(held, [SHALLOW_CHANNEL_AHEAD] * 3, cost.placed(stages))
     assert cost.estimate(stages, 8).interval == pytest.approx(line)
 
 
 def test_a_full_channel_holds_its_producer():
     held = [np.ones(4), np.array([2.0, 2.0, 10.0, 10.0]), np.array([10.0, 10.0, 2.0, 2.0])]
-    assert CostModel.design_interval(held, [8, 8]) == 6.0
+    assert design_interval(held, [8, 8]) == 6.0
     # A may finish vector v only once B has finished v - 1, so in steady state A's vector v + 1
     # runs beside B's v: max(2, 10) + max(10, 10) + max(10, 2) + max(2, 2) = 32 cycles per 4 vectors
-    assert CostModel.design_interval(held, [8, 0]) == 8.0
+    assert design_interval(held, [8, 0]) == 8.0
     # a vector whose outputs at A are all zero leaves only A's end words: it takes no place
     everyone = [np.ones(1, bool), np.ones(4, bool)]
-    assert CostModel.design_interval(held, [8, 0], everyone) == 8.0
+    assert design_interval(held, [8, 0], everyone) == 8.0
     light_first = [np.ones(1, bool), np.array([False, False, True, True])]
-    assert CostModel.design_interval(held, [8, 0], light_first) == 6.0
+    assert design_interval(held, [8, 0], light_first) == 6.0
     # a limit beyond the vectors that take a place holds nothing back
-    assert CostModel.design_interval(held, [8, 4], light_first) == 6.0
+    assert design_interval(held, [8, 4], light_first) == 6.0
 
 
 def deep_memory(cost: CostModel, stages: tuple[Stage, ...]) -> str | None:
@@ -1109,4 +1117,4 @@ def test_layers_next_to_a_sequential_stage_are_reported_as_the_rtl_counts_them()
     items = cost.alone(sequential)[-1].items
     assert third.cycles.computes == pytest.approx(np.maximum(cost.dataflow_cycles(fast).computes, items))
     assert third.compute > 1.5 * cost.dataflow_cycles(fast).compute
-    assert third.bound == cost_model.INPUT_BOUND and first.bound != cost_model.INPUT_BOUND
+    assert third.bound == cycles.INPUT_BOUND and first.bound != cycles.INPUT_BOUND

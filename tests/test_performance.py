@@ -28,7 +28,8 @@ from fpgagen.prepare import FrontOptions, prepare
 from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.apply import apply_schedule
 from fpgagen.schedule.boards import load_board
-from fpgagen.schedule.cost_model import TANDEM_PASSES, CostModel
+from fpgagen.schedule.cost_model import CostModel
+from fpgagen.schedule.pacing import TANDEM_PASSES
 from fpgagen.vectors import read_vectors
 
 LAYERS, IMAGES = 4, 12
@@ -243,7 +244,7 @@ def test_a_design_in_lockstep_runs_at_its_modelled_interval(gc_inputs, tmp_path,
     stages (a sequential, two dataflow and a sequential one since the last layer's outputs are
     rotated; a sequential, a dataflow, a sequential and a dataflow one before): a sequential stage
     hands its outputs on, so the stages hand vectors on in step (docs/cost-model.md, "Designs": in
-    lockstep, CostModel.chained_interval), which the tandem line (8% fast on the design before)
+    lockstep, pacing.chained_interval), which the tandem line (8% fast on the design before)
     does not see. Verilator 612.3 cycles a vector, the model 594.4 (-2.9%; 634.7 when each vector
     waited for its slowest stage)."""
     board = tmp_path / "small.yaml"

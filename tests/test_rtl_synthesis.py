@@ -10,7 +10,7 @@ from designs import mlp_design
 from library_module import LEAST_PES, PE_SOURCES, STACKED_PE, synthesized_cells
 
 from fpgagen.manifest import read_manifest
-from fpgagen.schedule.cost_model import least_pe_alone_luts
+from fpgagen.schedule.resources import least_pe_alone_luts
 
 
 # Yosys takes minutes on the MLPs of test_rtl: the default run synthesizes a small design with their

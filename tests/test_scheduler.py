@@ -28,7 +28,8 @@ from fpgagen.schedule import scheduler
 from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
 from fpgagen.schedule.boards import Board, builtin_boards, load_board
-from fpgagen.schedule.cost_model import CostModel, Resources, board_budget, price
+from fpgagen.schedule.cost_model import CostModel
+from fpgagen.schedule.resources import Resources, board_budget, price
 from fpgagen.schedule.scheduler import schedule
 
 U280 = load_board("u280")
@@ -166,7 +167,7 @@ def brute_force(cost: CostModel, policy: str, objective: str, pes: int | None = 
 
 
 def searched(estimate) -> float:
-    """The latency the scheduler minimizes (cost_model.searched_latency): the reader's, every
+    """The latency the scheduler minimizes (estimates.searched_latency): the reader's, every
     dataflow stage's latency or load, whichever is longer, every sequential stage's both."""
     return estimate.reader.latency + sum(_searched(stage) for stage in estimate.stages)
 

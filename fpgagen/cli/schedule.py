@@ -14,7 +14,8 @@ from ..engine.relabel import output_rotations
 from ..ir import SEQUENTIAL, Model
 from ..prepare import FrontOptions, prepare
 from ..schedule.boards import builtin_boards, load_board
-from ..schedule.cost_model import RESOURCE_KINDS, DesignEstimate, Resources, StageEstimate
+from ..schedule.estimates import DesignEstimate, StageEstimate
+from ..schedule.resources import RESOURCE_KINDS, Resources
 from ..schedule.scheduler import DEFAULT_BATCH, POLICIES
 from . import app
 from .common import err, model_argument, objective_option, out, precision_option, print_table, print_unproven

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..atomic import atomic_file
 from ..outdir import check_command_output
-from ..schedule.cost_model import RESOURCE_KINDS
+from ..schedule.resources import RESOURCE_KINDS
 from ..templating import environment
 from . import plots
 from .anchors import published

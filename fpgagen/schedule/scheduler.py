@@ -14,8 +14,8 @@ program, solved with HiGHS (`scipy.optimize.milp`), is
     sum_c r_c x_c <= budget_r - reader_r       for r in DSP, BRAM, URAM, LUT, FF
     sum_{c sequential} channels_c x_c <= channels
 
-The latency, sum_c g_c x_c plus the reader's, is linear (g_c: cost_model.searched, a stage's
-latency with its load phase: cost_model.searched_latency, a proxy for the first result, which
+The latency, sum_c g_c x_c plus the reader's, is linear (g_c: estimates.searched, a stage's
+latency with its load phase: estimates.searched_latency, a proxy for the first result, which
 follows the vector through the stages and is not a sum).
 The interval, max(reader, max_c t_c x_c), is a bottleneck: a min-max objective makes branch and bound crawl (its LP bound is weak and
 near-equal designs abound), so the least interval is found by bisection over the values t_c:
@@ -61,7 +61,9 @@ from ..ir import BRAM, DATAFLOW, SEQUENTIAL, URAM, Model, Schedule, Stage
 from .activity import Activity
 from .apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
 from .boards import Board, load_board
-from .cost_model import RESOURCE_KINDS, CostModel, DesignEstimate, Resources, StageCost, board_budget, searched
+from .cost_model import CostModel
+from .estimates import DesignEstimate, StageCost, searched
+from .resources import RESOURCE_KINDS, Resources, board_budget
 
 POLICIES = ("auto", DATAFLOW, SEQUENTIAL)
 OBJECTIVES = ("throughput", "latency")

@@ -35,7 +35,7 @@ from ..outdir import write_listing
 from ..passes.prune import prune
 from ..prepare import FrontOptions
 from ..results import CSIM_RESULTS, SIM_RESULTS, SYNTH_RESULTS
-from ..schedule.cost_model import DesignEstimate
+from ..schedule.estimates import DesignEstimate
 from ..simulate import run_rtl_simulation
 from ..synth import run_synthesis
 from ..vectors import default_inputs
