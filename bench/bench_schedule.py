@@ -28,7 +28,7 @@ import argparse
 import itertools
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -147,6 +147,9 @@ def run_case(case: Case, board_name: str) -> dict:
             "deep_channels": scheduled.schedule.deep_channels,
             # what the solver's time limit left unproven (fpgagen.schedule.scheduler.PROGRAM_SECONDS)
             "unproven": list(scheduled.schedule.unproven),
+            # why no design of a shorter interval exists (scheduler.limit; null for the latency
+            # objective): the reader, a layer the engine builds no faster stage for, or the board
+            "limit": None if scheduled.schedule.limit is None else asdict(scheduled.schedule.limit),
         }
         assert estimate.resources.fits(board_budget(board)), f"{case.name} {run} on {board_name} is over budget"
         assert estimate.roofline_ratio <= 1.0 + 1e-9, f"{case.name} {run} on {board_name} beats the roofline"

@@ -112,6 +112,17 @@ class LayerSchedule:
     drain_lanes: int | None = None
 
 
+@dataclass(frozen=True)
+class Limit:
+    """What keeps a design from a shorter interval (the scheduler's finding, throughput objective):
+    `kind` is "reader" (the input stream), "engine" (a layer no faster stage exists for), a
+    resource of the board ("dsp", "bram", "uram", "lut", "ff"), "resources" (each fits alone, not
+    all at once) or "channels" (the off-chip memory channels); `reason` says it in words."""
+
+    kind: str
+    reason: str
+
+
 @dataclass(frozen=True, eq=False)
 class Schedule:
     """The scheduler's decisions for a whole design; `estimate` holds the cost model's figures."""
@@ -130,6 +141,8 @@ class Schedule:
     # what the scheduler could not prove least in its time ("interval", "latency"): its solver
     # stopped with the best design it had found (fpgagen.schedule.scheduler.PROGRAM_SECONDS)
     unproven: tuple[str, ...] = ()
+    # why no design of a shorter interval exists (None under the latency objective)
+    limit: Limit | None = None
 
 
 @dataclass(frozen=True, eq=False)

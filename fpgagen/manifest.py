@@ -22,7 +22,7 @@ from .engine import EnginePlan
 from .errors import FpgagenError
 from .ir import Model
 
-SCHEMA = "fpgagen.manifest/7"
+SCHEMA = "fpgagen.manifest/8"
 SCHEMA_FAMILY = "fpgagen.manifest/"  # every version: a folder holding any of them is an earlier design
 NAME = "manifest.json"
 
@@ -96,6 +96,7 @@ def build_manifest(
             "objective": schedule.objective,
             "in_lanes": schedule.in_lanes,
             "deep_channels": schedule.deep_channels,
+            "limit": None if schedule.limit is None else asdict(schedule.limit),
             "stages": [
                 {
                     "mode": s.mode,

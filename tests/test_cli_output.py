@@ -18,6 +18,7 @@ from fpgagen.examples.graphchallenge import network
 from fpgagen.frontend import read_onnx
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.ir import Activation, Layer, Model, sparse_weights
+from fpgagen.manifest import read_manifest
 
 
 @pytest.fixture
@@ -70,6 +71,9 @@ def test_summaries_use_the_singular_for_one(tmp_path, run_cli):
     assert result.exit_code == 0, result.stderr
     assert "  1 layer in 1 stage: 1 dataflow P=" in result.stdout
     assert "  1 test vector: random inputs" in result.stdout
+    # why it is no faster: a 64-wide layer's fastest stage, which the U280 has room for many times
+    limit = read_manifest(tmp_path / "design")["schedule"]["limit"]
+    assert limit["kind"] == "engine" and f"limited by {limit['reason']}" in " ".join(result.stdout.split())
     assert [plural(n, noun) for n, noun in ((1, "layer"), (2, "stage"), (0, "vector"), (3, "latch"))] == [
         "1 layer", "2 stages", "0 vectors", "3 latches",
     ]  # fmt: skip

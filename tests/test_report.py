@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from xml.etree import ElementTree
 
+import markupsafe
 import numpy as np
 import pytest
 from designs import RELU, compile_design, df, pruned_mlp, scheduled
@@ -239,6 +240,9 @@ def test_the_report_states_its_own_figures_correctly(reported):
     # beside the RTL's first output, the cost model on the vector it ran first
     assert data.first_result_estimate == pytest.approx(sim["first_output_cycles"], rel=0.05)
     assert f"{data.first_result_estimate:,.0f}" in reported.read_text()
+    # what keeps the design from a shorter interval, as the manifest records it (HTML-escaped as the page's template escapes it)
+    limit = data.manifest["schedule"]["limit"]
+    assert f"No faster design: limited by {markupsafe.escape(limit['reason'])}." in reported.read_text()
 
 
 def test_a_report_before_any_simulation_says_what_is_missing(example, tmp_path, run_cli):

@@ -14,6 +14,7 @@ import pytest
 from plan_checks import check_design_follows_plan
 
 from fpgagen.compile import write_design
+from fpgagen.engine.clock import engine_clocked
 from fpgagen.engine.geometry import STRIPES, UNITS, loadable
 from fpgagen.engine.plan import plan_engine
 from fpgagen.errors import DoesNotFit, FpgagenError
@@ -635,6 +636,59 @@ def test_a_sequential_stage_whose_port_or_slots_are_too_wide_is_refused():
                                         300.0, "auto", "throughput"))  # fmt: skip
 
 
+# What limits the design -----------------------------------------------------------------------
+
+
+def _least_interval(model: Model, on: Board) -> float:
+    """The least interval of any design of `model` on `on`, found by the scheduler's own search."""
+    cost = CostModel(model, engine_clocked(on), Activity.uniform(model))
+    return scheduler.least_interval(scheduler.fit_resources(scheduler.Candidates(cost, "auto").problem())).interval
+
+
+def test_a_layer_no_faster_stage_exists_for_is_the_limit():
+    # one 512-wide layer on the U280, half its LUTs left: no stage of any P and K runs it faster
+    model = random_chain([64, 512, 32], seed=5, density=0.5)
+    scheduled = schedule(model, U280).schedule
+    assert scheduled.limit.kind == "engine"
+    name = re.match(r"layer (\w+): the engine builds no stage that runs it in fewer than", scheduled.limit.reason)[1]
+    index = [layer.name for layer in model.layers].index(name)
+    cost = CostModel(model, engine_clocked(U280), Activity.uniform(model))
+    fastest = min(option.interval for option in _run_options(cost, (index,), "auto", None))  # brute force
+    assert scheduled.estimate.bottleneck == pytest.approx(fastest)
+    assert scheduled.estimate.resources.lut < board_budget(U280).lut / 2
+    # forced to 8 PEs a stage, the message says so
+    forced = schedule(model, U280, policy=DATAFLOW, pes=8).schedule
+    assert (
+        forced.limit.kind == "engine" and "no stage for a dataflow design with 8 PEs per stage" in forced.limit.reason
+    )
+
+
+def test_the_resource_named_as_the_limit_buys_a_faster_design_in_the_amount_it_names():
+    model = random_chain([128, 256, 256, 64], seed=7, density=0.3)
+    tight = board(lut=30_000)
+    limit = schedule(model, tight).schedule.limit
+    assert limit.kind == "lut"
+    interval, need = (float(n.replace(",", "")) for n in re.search(
+        r"fewer than ([\d,.]+) cycles a vector needs at least ([\d,]+), the budget has 30,000", limit.reason
+    ).groups())  # fmt: skip
+    assert _least_interval(model, tight) == pytest.approx(interval, abs=0.05)
+    # the named amount of LUTs is exactly what a faster design needs
+    assert _least_interval(model, replace(tight, lut=int(need))) < interval - 0.05
+    assert _least_interval(model, replace(tight, lut=int(need) - 1)) == pytest.approx(interval, abs=0.05)
+
+
+def test_the_input_reader_is_the_limit_when_every_stage_is_faster():
+    model = random_chain([4096, 16], seed=6, density=0.05)
+    scheduled = schedule(model, U280, activity=Activity.uniform(model, 0.01)).schedule
+    assert scheduled.limit.kind == "reader" and "the input reader" in scheduled.limit.reason
+    assert scheduled.estimate.bottleneck == scheduled.estimate.reader.interval
+    assert max(stage.interval for stage in scheduled.estimate.stages) < scheduled.estimate.reader.interval
+
+
+def test_the_latency_objective_names_no_limit():
+    assert schedule(random_chain([40, 64, 10], seed=3), U280, objective="latency").schedule.limit is None
+
+
 # Boards ---------------------------------------------------------------------------------------
 
 
@@ -776,6 +830,8 @@ def test_schedule_command_json_has_the_documented_fields(tmp_path, run_cli):
     assert document["totals"]["interval"] == max(
         [document["reader"]["interval"], *(s["interval"] for s in document["stages"])]
     )
+    assert document["limit"]["kind"] in ("reader", "engine", "resources", "channels", *used)
+    assert document["limit"]["reason"]
 
 
 def test_schedule_command_prints_a_table_and_refuses_bad_input(tmp_path, run_cli):
@@ -784,6 +840,9 @@ def test_schedule_command_prints_a_table_and_refuses_bad_input(tmp_path, run_cli
     assert result.exit_code == 0, result.stderr
     assert "u280" in result.stdout and "seq" in result.stdout and "(engine 0)" in result.stdout
     assert "the worst case: every input nonzero" in result.stdout
+    assert "limited by layer fc0 (and 2 more layer(s) alike): the engine builds no stage for a sequential design" in (
+        " ".join(result.stdout.split())
+    )
     # a dataflow stage's row: its PEs, its issue units (p: private PEs) and its drain lanes
     dataflow = run_cli("schedule", path, "--schedule", "dataflow", "--act-density", "0.5")
     rows = re.findall(r"^\s*(\S+)\s+df/\S+\s+(\d+)\s+(\d+p?)\s+(\d+)\s", dataflow.stdout, re.MULTILINE)

@@ -103,6 +103,8 @@ def compile_command(
         f"  estimated {estimate.steady_vectors_per_s:.4g} vectors/s (interval {estimate.interval:.0f} cycles), "
         f"latency {estimate.latency:.0f} cycles at {summary.model.schedule.clock_mhz:g} MHz"
     )
+    if summary.model.schedule.limit is not None:
+        out.print(f"  limited by {escape(summary.model.schedule.limit.reason)}")
     if summary.clock_note:
         err.print(f"note: {escape(summary.clock_note)}")
     where = str(summary.outdir.resolve())

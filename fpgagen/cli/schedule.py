@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -88,8 +89,10 @@ def schedule_command(
     estimate = scheduled.schedule.estimate
     print_unproven(scheduled.schedule)
     if as_json:
+        limit = scheduled.schedule.limit
         document = {"precision": scheduled.precision.name, "policy": policy, "objective": objective,
-                    "unproven": list(scheduled.schedule.unproven), **estimate.to_dict()}  # fmt: skip
+                    "unproven": list(scheduled.schedule.unproven),
+                    "limit": None if limit is None else asdict(limit), **estimate.to_dict()}  # fmt: skip
         click.echo(json.dumps(document, indent=2, allow_nan=False))
         return
     title = f"{estimate.model} on {profile.name} ({profile.part}), {policy}, {objective}"
@@ -106,6 +109,8 @@ def schedule_command(
         f"({estimate.roofline.bound:,.0f} vectors/s)"
     )
     out.print(f"cycles assume {estimate.activity}")
+    if scheduled.schedule.limit is not None:
+        out.print(f"limited by {escape(scheduled.schedule.limit.reason)}")
     deep = estimate.deep_channels
     if deep:
         memory = {"bram": "block RAM", "uram": "UltraRAM"}[deep]

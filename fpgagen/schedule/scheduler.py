@@ -57,7 +57,7 @@ from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from ..engine.clock import engine_clocked
 from ..engine.geometry import MAX_PORT_BITS, STRIPES, UNITS
 from ..errors import DoesNotFit, FpgagenError
-from ..ir import BRAM, DATAFLOW, SEQUENTIAL, URAM, Model, Schedule, Stage
+from ..ir import BRAM, DATAFLOW, SEQUENTIAL, URAM, Limit, Model, Schedule, Stage
 from .activity import Activity
 from .apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
 from .boards import Board, load_board
@@ -123,7 +123,11 @@ def schedule(
     candidates = Candidates(cost, policy, pes)
     problem = candidates.problem(_interval_cap(candidates) if objective == "throughput" else math.inf)
     description = _describe(policy, pes)
-    stages = tuple(candidate.stage for candidate in solve(problem, objective, description))
+    solved = solve(problem, objective, description)
+    stages = tuple(candidate.stage for candidate in solved)
+    found = None
+    if objective == "throughput":
+        found = limit(problem, max([problem.reader.interval, *(c.interval for c in solved)]), description)
     stages, estimate = deepening(problem, stages, batch, objective, description, candidates)
     if objective == "latency":
         stages, estimate = _sooner(problem, stages, estimate, batch, description, candidates)
@@ -137,6 +141,7 @@ def schedule(
         estimate=estimate,
         deep_channels=estimate.deep_channels,
         unproven=tuple(sorted(set(problem.timed_out))),
+        limit=found,
     )
     return apply_schedule(model, scheduled)
 
@@ -709,6 +714,74 @@ def _loosen(value: float) -> float:
 def _describe(policy: str, pes: int | None) -> str:
     name = {"auto": "design", DATAFLOW: "dataflow design", SEQUENTIAL: "sequential design"}[policy]
     return name if pes is None else f"{name} with {pes} PEs per stage"
+
+
+def limit(problem: Problem, interval: float, description: str) -> Limit:
+    """Why no design's slowest stage takes fewer than `interval` cycles a vector, the least
+    interval the search found: the reader takes that long; or some layer has no faster stage the
+    engine builds (under the policy and P asked for); or the faster stages cannot be chained within
+    the board: the resources even the cheapest such chain of each exceeds, or the channels, or all
+    of them at once. The chains are `cover_bounds`', over every candidate faster than `interval`."""
+    board = problem.cost.board
+    cycles = f"{interval:,.1f} cycles a vector"
+    if problem.reader.interval >= interval * (1 - _REL_SLACK) - _ABS_SLACK:
+        return Limit(
+            "reader",
+            f"the input reader: a beat of {problem.reader.lanes} values a cycle takes {cycles} "
+            f"for the model's {problem.cost.model.in_features} inputs",
+        )
+    faster = problem.interval < interval * (1 - _REL_SLACK) - _ABS_SLACK
+    covered = np.zeros(problem.layers, dtype=bool)
+    for first, last in zip(problem.first[faster], problem.last[faster]):
+        covered[first : last + 1] = True
+    if not covered.all():
+        slow = np.flatnonzero(~covered)
+        layer = problem.cost.layers[slow[0]].name
+        more = f" (and {len(slow) - 1} more layer(s) alike)" if len(slow) > 1 else ""
+        through = np.flatnonzero((problem.first <= slow[0]) & (problem.last >= slow[0]))
+        fastest = problem.candidates[through[np.argmin(problem.interval[through])]].stage
+        restriction = "" if description == "design" else f" for a {description}"
+        return Limit(
+            "engine",
+            f"layer {layer}{more}: the engine builds no stage{restriction} that runs it in fewer than "
+            f"{cycles}; its fastest is {_stage_words(fastest)}",
+        )
+    sub = problem.subset(faster)
+    _, least = sub.cover_bounds(sub.resources)
+    if np.isinf(least).any():
+        return Limit(
+            "channels",
+            f"{board.name}'s {board.channels} off-chip memory channel(s): no chain of stages faster than "
+            f"{cycles} keeps to them",
+        )
+    needs = least + problem.reader.resources.as_tuple()
+    budget = board_budget(board).as_tuple()
+    short = [(kind, need, have) for kind, need, have in zip(RESOURCE_KINDS, needs, budget) if need > have]
+    if len(short) == 1:
+        kind, need, have = short[0]
+        return Limit(
+            kind,
+            f"{board.name}'s {_UNITS[kind][1]}: a design whose every stage takes fewer than {cycles} "
+            f"needs at least {need:,.0f}, the budget has {have:,}",
+        )
+    if short:
+        each = "; ".join(f"{_UNITS[kind][1]} {need:,.0f} of {have:,}" for kind, need, have in short)
+        return Limit(
+            "resources",
+            f"{board.name}'s resources: a design whose every stage takes fewer than {cycles} needs at least {each}",
+        )
+    return Limit(
+        "resources",
+        f"{board.name}'s resources together: a design whose every stage takes fewer than {cycles} fits each "
+        "of them alone, but no such design fits all of them at once",
+    )
+
+
+def _stage_words(stage: Stage) -> str:
+    """A stage's shape in a message: "a dataflow stage of P = 64, K = 4 shared PEs"."""
+    if stage.mode == SEQUENTIAL:
+        return f"a sequential stage of P = {stage.pes}"
+    return f"a dataflow stage of P = {stage.pes}, K = {stage.units} {'private' if stage.private else 'shared'} PEs"
 
 
 def shortfall(problem: Problem, description: str) -> DoesNotFit:
