@@ -4,7 +4,8 @@ Synthesizes, one design at a time (`fpgagen synth`'s `synth_xilinx -family xcup 
 3-layer Graph Challenge 1024 network compiled with `--schedule dataflow` and `--pes 64`, 40 (the
 P of most of GC 1024 x 120's stages on the U280) and 16, and `--schedule sequential --pes 16`
 (calibrated on stroke images),
-and the pruned MLPs of the tests (tests/designs.py), and prints per design the worst path's LUT
+a pruned MLP whose first layer the scheduler gives 128 PEs (`wide_128`), and the pruned MLPs of
+the tests (tests/designs.py), and prints per design the worst path's LUT
 levels, its start and end with their Verilog source lines, its carry chain, the worst path per
 Verilog file, and the seconds of synthesis and of the analysis (fpgagen/timing.py; counting rules
 in docs/engine.md). The target is issue 10's: at most 6 LUT levels on every path. Only the worst
@@ -38,7 +39,7 @@ from fpgagen.synth import run_synthesis
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
-from designs import MLPS, mlp_design
+from designs import MLPS, NONE, RELU, mlp_design, pruned_mlp
 
 RESULTS = HERE / "results" / "timing.json"
 TARGET_LEVELS = 6  # issue 10: timing-clean at the board clock
@@ -61,9 +62,27 @@ def gc_design(work: Path, policy: str, pes: int) -> Path:
     return outdir
 
 
+def wide_design(work: Path) -> Path:
+    """A pruned MLP 128 x 512 x 16 at 30% density, compiled for the U280 as a user would: its first
+    layer's rows (about 150 nonzeros) keep 64 PEs its bottleneck, so the scheduler gives it 128."""
+    model, calib = work / "wide.onnx", work / "wide_calib.npy"
+    write_onnx(pruned_mlp("wide", [128, 512, 16], [RELU, NONE], seed=21, density=0.3), model)
+    np.save(calib, np.maximum(np.random.default_rng(21).standard_normal((8, 128)), 0).astype(np.float32))
+    outdir = _fresh(work / "wide_128")
+    args = ["compile", model, "-o", outdir, "--calib", calib, "--vectors", 2]
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    if result.exit_code != 0:
+        sys.exit(f"fpgagen {' '.join(map(str, args))} failed: {result.stderr}")
+    pes = read_manifest(outdir)["schedule"]["stages"][0]["pes"]
+    if pes != 128:
+        sys.exit(f"the scheduler gave wide's first layer {pes} PEs, not the 128 this design is to measure")
+    return outdir
+
+
 def designs(work: Path, only: list[str] | None) -> list[tuple[str, object]]:
     """(name, a function that compiles the design and returns its folder), in the order run."""
     builders = [(f"gc_{policy}_{pes}", lambda p=policy, n=pes: gc_design(work, p, n)) for policy, pes in GC_CONFIGS]
+    builders.append(("wide_128", lambda: wide_design(work)))
     for case in MLPS:
         builders.append((case, lambda c=case: mlp_design(c, _fresh(work / c), count=2)))
     chosen = [(name, build) for name, build in builders if not only or name in only]

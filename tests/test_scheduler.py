@@ -15,7 +15,7 @@ from plan_checks import check_design_follows_plan
 
 from fpgagen.compile import write_design
 from fpgagen.engine.clock import engine_clocked
-from fpgagen.engine.geometry import STRIPES, UNITS, loadable
+from fpgagen.engine.geometry import MAX_OUT_LANES, STRIPES, UNITS, drain_lane_choices, loadable
 from fpgagen.engine.plan import plan_engine
 from fpgagen.errors import DoesNotFit, FpgagenError
 from fpgagen.examples.graphchallenge import draw_images, network
@@ -64,8 +64,9 @@ def _run_options(cost: CostModel, run: tuple[int, ...], policy: str, pes: int | 
             cost.dataflow(run[0], p, units, loaded, private, choose_lanes=True)  # its drain lanes: test_cost_model
             for p in DATAFLOW_PES
             if pes in (None, p)
+            if p <= MAX_OUT_LANES or not cost.is_last(run[0])  # the last stage's dense beats (below)
             for units in UNITS
-            if units <= p
+            if units <= p and drain_lane_choices(cost.shape(run[0], p), units, cost.is_last(run[0]))
             for loaded in (False, True)
             if not loaded or (cost.board.has_free_uram and loadable(cost.shape(run[0], p)))
             for private in (False, True)
@@ -486,7 +487,10 @@ def test_a_budget_that_fits_each_resource_but_not_all_at_once_says_so():
 
 def test_dataflow_weights_in_ultraram_need_rows_the_load_port_takes_and_a_board_with_ultraram():
     model = random_chain([20, 300, 10], 8, precision="w16a16")
-    wide = (Stage(DATAFLOW, (0,), 64, "uram"), Stage(SEQUENTIAL, (1,), 2, "offchip"))  # 64 slots of 1 + 3 + 16 bits
+    wide = (
+        Stage(DATAFLOW, (0,), 64, "uram", drain_lanes=32),
+        Stage(SEQUENTIAL, (1,), 2, "offchip"),
+    )  # 64 slots of 20 bits
     with pytest.raises(
         FpgagenError, match=r"stage 0 \(layers fc0\): a row of 64 20-bit slots is wider than the 512-bit"
     ):
@@ -612,6 +616,37 @@ def test_private_pes_are_refused_where_the_engine_cannot_build_them():
         apply_schedule(model, Schedule(sequential, 16, "u280", 300.0, "auto", "throughput"))
     fine = (Stage(DATAFLOW, (0,), 4, "bram", 2, private=True), Stage(DATAFLOW, (1,), 4, "bram"))
     assert apply_schedule(model, Schedule(fine, 16, "u280", 300.0, "auto", "throughput")).layers[0].schedule.private
+
+
+def test_a_stage_of_128_pes_is_built_but_not_for_the_last_layer_nor_with_four_private_units():
+    model = random_chain([20, 300, 10], 9)
+    wide = (Stage(DATAFLOW, (0,), 128, "bram", 4), Stage(DATAFLOW, (1,), 8, "bram"))
+    assert apply_schedule(model, Schedule(wide, 16, "u280", 300.0, "auto", "throughput")).layers[0].schedule.pes == 128
+    private = (Stage(DATAFLOW, (0,), 128, "bram", 2, private=True, drain_lanes=64), Stage(DATAFLOW, (1,), 8, "bram"))
+    assert apply_schedule(model, Schedule(private, 16, "u280", 300.0, "auto", "throughput")).layers[0].schedule.private
+    four = (Stage(DATAFLOW, (0,), 128, "bram", 4, private=True), Stage(DATAFLOW, (1,), 8, "bram"))
+    with pytest.raises(
+        FpgagenError, match=r"stage 0 \(layers fc0\): 4 units of 128 private PEs each; a stage has at most 256"
+    ):
+        apply_schedule(model, Schedule(four, 16, "u280", 300.0, "auto", "throughput"))
+    last = (Stage(DATAFLOW, (0,), 8, "bram"), Stage(DATAFLOW, (1,), 128, "bram"))
+    with pytest.raises(
+        FpgagenError, match=r"stage 1 \(layers fc1\): 128 PEs; the model's last stage drains dense beats"
+    ):
+        apply_schedule(model, Schedule(last, 16, "u280", 300.0, "auto", "throughput"))
+    # a drained word's nonzeros are counted in a cycle: at most 32 values a unit's word (64 took 8 LUT levels)
+    long_words = (Stage(DATAFLOW, (0,), 128, "bram", 2, private=True), Stage(DATAFLOW, (1,), 8, "bram"))
+    with pytest.raises(FpgagenError, match=r"stage 0 \(layers fc0\): a drain of 128 lanes; .* at most 32 values"):
+        apply_schedule(model, Schedule(long_words, 16, "u280", 300.0, "auto", "throughput"))
+    cost = CostModel(model, U280, Activity.uniform(model))
+    assert drain_lane_choices(cost.shape(0, 64), 1, False) == (32, 16, 8)
+    assert cost.drain_lanes(0, 64, 1, False) in (32, 16, 8)  # never all 64 lanes in one unit's words
+    # forced to 128 PEs a stage, no design exists, and the refusal says why
+    with pytest.raises(
+        DoesNotFit,
+        match=r"the engine builds no such stage for layer fc1 \(the model's last stage drains dense beats of its P values, at most 64\)",
+    ):
+        schedule(model, U280, policy=DATAFLOW, pes=128)
 
 
 def test_a_sequential_stage_whose_port_or_slots_are_too_wide_is_refused():

@@ -19,6 +19,15 @@ from .memory import BRAM, LUTRAM, URAM, URAM_DEPTH, URAM_WIDTH, Memory, fits_ram
 VALUE_BITS = 16  # activations travel between stages as 16-bit values (activation widths are at most 16)
 MAX_IN_LANES = 16  # input values per AXI4-Stream beat: a 256-bit beat of 16-bit values
 READER_GROUPS = 4  # sub-channels the input reader writes: as many activations a cycle as a stage takes (K <= 4)
+# The model's last stage drains dense beats of its P values (fg_dense.v): a 1024-bit AXI4-Stream beat at most.
+MAX_OUT_LANES = 64
+# A dataflow stage's PEs, every unit's (K x P when private): fg_all ANDs their flags in two registered
+# levels of two LUTs each, up to 288 of them (fg_stage.v).
+MAX_STAGE_PES = 256
+# Values of a drained word, whose nonzeros the drain counts in one cycle (fg_stage.v's W2 and
+# fg_seq_stage.v's): a dataflow stage's D / K, a sequential stage's P. 32 take 6 LUT levels (Yosys,
+# bench_timing's sequential designs at P = 32); 64 took 8 (a P = 64, K = 1 stage draining every lane).
+MAX_WORD_VALUES = 32
 
 # FIFOs. Depths of 32 or less are one LUTRAM column (RAM32M16) whatever the depth, so the engine
 # takes 32 where more buffering helps at no cost.
@@ -438,13 +447,17 @@ class LayerShape:
 
 def drain_lane_choices(layer: LayerShape, units: int, last: bool) -> tuple[int, ...]:
     """The lanes a dataflow stage's drain may take a cycle (DRAIN_STEPS): P / steps, whole groups of
-    the K serializers. The model's last layer drains dense beats of P values, and stacked banks
-    lend the drain one MAC slot an address: both take all P at once."""
-    if last or layer.stacked:
+    the K serializers, each word of at most MAX_WORD_VALUES values. The model's last layer drains
+    dense beats of P values (no words), and stacked banks lend the drain one MAC slot an address:
+    both take all P at once; stacked banks only where the words stay short enough (none else)."""
+    if last:
         return (layer.pes,)
-    return tuple(
-        layer.pes // steps for steps in DRAIN_STEPS if layer.pes % steps == 0 and (layer.pes // steps) % units == 0
-    )
+    lanes = [
+        layer.pes // steps
+        for steps in ((1,) if layer.stacked else DRAIN_STEPS)
+        if layer.pes % steps == 0 and (layer.pes // steps) % units == 0
+    ]
+    return tuple(d for d in lanes if d // units <= MAX_WORD_VALUES)
 
 
 def stacked_banks(addresses: int, acc_bits: int) -> bool:

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..engine.geometry import (
+    MAX_OUT_LANES,
     MAX_PORT_BITS,
+    MAX_STAGE_PES,
+    MAX_WORD_VALUES,
     OFFCHIP_SLOT_WIDTHS,
     STRIPES,
     UNITS,
@@ -20,8 +23,11 @@ from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, LayerSchedule, Model
 # 1, 2 and the multiples of 4 up to 64: every K of UNITS divides P, so a drain's groups are
 # whole. Between the powers of two, so that a design whose every stage cannot take 64 PEs need not
 # fall to 32: Graph Challenge 1024 x 120 on the U280 puts most stages at 36 and 40 PEs (interval
-# 553.7 cycles; 609.9 with multiples of 8 only, its stages at 32 and 40).
-DATAFLOW_PES = (1, 2, *range(4, 65, 4))
+# 553.7 cycles; 609.9 with multiples of 8 only, its stages at 32 and 40). And 128, for a layer
+# whose rows are long enough to keep 64 PEs the bottleneck (the FFN of bench_schedule: a 1024 x
+# 2048 layer at 10% density, 205 nonzeros a row); not for the model's last layer (MAX_OUT_LANES),
+# nor private with more than two units (MAX_STAGE_PES).
+DATAFLOW_PES = (1, 2, *range(4, 65, 4), 128)
 # AXI data width: P slots of 8, 16 or 32 bits, at most 512. Not 64: a drained word's count of its
 # P outputs' nonzeros would take 7 LUT levels (bench_timing, narrow_w4a8 at P=64).
 SEQUENTIAL_PES = (1, 2, 4, 8, 16, 32)
@@ -63,21 +69,29 @@ def _check_stage(model: Model, number: int, stage) -> None:
             raise FpgagenError(
                 f"{where}: {stage.units} issue units; a dataflow stage takes one of {UNITS}, at most its PEs"
             )
+        if stage.layers[0] == len(model.layers) - 1 and stage.pes > MAX_OUT_LANES:
+            raise FpgagenError(
+                f"{where}: {stage.pes} PEs; the model's last stage drains dense beats of its P values, "
+                f"at most {MAX_OUT_LANES}"
+            )
+        if stage.private and stage.units * stage.pes > MAX_STAGE_PES:
+            raise FpgagenError(
+                f"{where}: {stage.units} units of {stage.pes} private PEs each; a stage has at most {MAX_STAGE_PES} PEs"
+            )
         if stage.private and layer_shape(model.layers[stage.layers[0]], stage.pes).stacked:
             raise FpgagenError(
                 f"{where}: private PEs take an entry every cycle, but this layer's banks are stacked in one "
                 "block RAM, whose port the drain shares: give the stage more PEs or shared ones"
             )
-        if stage.drain_lanes is not None:
-            shape = layer_shape(model.layers[stage.layers[0]], stage.pes)
-            last = stage.layers[0] == len(model.layers) - 1
-            choices = drain_lane_choices(shape, stage.units, last)
-            if stage.drain_lanes not in choices:
-                raise FpgagenError(
-                    f"{where}: a drain of {stage.drain_lanes} lanes; this stage's takes one of {choices} (P / 2^k, "
-                    "a multiple of its units; all P for the model's last layer, whose beats are P wide, and for "
-                    "stacked banks)"
-                )
+        shape = layer_shape(model.layers[stage.layers[0]], stage.pes)
+        choices = drain_lane_choices(shape, stage.units, stage.layers[0] == len(model.layers) - 1)
+        lanes = stage.pes if stage.drain_lanes is None else stage.drain_lanes
+        if lanes not in choices:
+            raise FpgagenError(
+                f"{where}: a drain of {lanes} lanes; this stage's takes one of {choices} (P / 2^k, a multiple of "
+                f"its units, at most {MAX_WORD_VALUES} values a unit's word; all P for the model's last layer, whose "
+                "beats are P wide, and for stacked banks)"
+            )
         if stage.weight_memory not in (BRAM, URAM):
             raise FpgagenError(
                 f"{where}: dataflow weights live in a ROM ({BRAM}) or in UltraRAM that the load phase fills "

@@ -22,6 +22,7 @@ import numpy as np
 from ..engine.encoding import encoding_of
 from ..engine.geometry import (
     MAX_BURSTS,
+    MAX_STAGE_PES,
     MEMORY_LATENCY,
     OFFCHIP_SLOT_WIDTHS,
     STRIPES,
@@ -109,6 +110,11 @@ DRAIN_LANE_SLACK = 0.005
 # beat a row of 32 on 32 lanes, its last layer rotated: fpgagen.engine.relabel) fills them; P = 48
 # or 64 (32 of the lanes) do not, nor unstructured layers at P >= 16.
 PRIVATE_LANE_USE = 0.85
+
+
+def _lanes(drain_lanes: int, pes: int) -> int | None:
+    """Stage.drain_lanes for a drain of `drain_lanes` a cycle: None for all P."""
+    return None if drain_lanes == pes else drain_lanes
 
 
 class CostModel:
@@ -339,7 +345,7 @@ class CostModel:
         (PRIVATE_LANE_USE), and, the first layer, its units issue no faster than the input reader
         emits the activations (Graph Challenge 1024 x 8's first layer at P = 32, K = 4: busy 75.2
         cycles a vector in Verilator, 0.65 of its PEs' cycles useful, while its units issue in 58.8)."""
-        if self.shape(index, pes).stacked:
+        if self.shape(index, pes).stacked or units * pes > MAX_STAGE_PES:
             return False
         if units == 1:
             return True
@@ -444,11 +450,12 @@ class CostModel:
         stage as fast as with all P, within DRAIN_LANE_SLACK per vector on average: each lane fewer
         is a requantizer fewer (docs/engine.md, "Drain lanes"). None: all P."""
         choices = drain_lane_choices(self.shape(index, pes), units, self.is_last(index))
-        every = self.cycles(index, pes, DATAFLOW, units, private=private)
+        widest = max(choices)  # all P, unless words of P / K values are too long to count in a cycle
+        every = self.cycles(index, pes, DATAFLOW, units, private=private, drain_lanes=_lanes(widest, pes))
         limit = float(every.overlapped.mean()) * (1.0 + DRAIN_LANE_SLACK)
         for lanes in sorted(choices):
-            if lanes == pes:
-                return None
+            if lanes == widest:
+                break
             # the drain alone, against the computes of the vectors after it, may already hold the
             # stage longer: then its serializers' outputs (the costly part) need no counting
             drains = self._drains(index, pes, self._drain_length(index, pes, units, private, lanes)[0])
@@ -457,7 +464,12 @@ class CostModel:
             held = self.cycles(index, pes, DATAFLOW, units, private=private, drain_lanes=lanes).overlapped
             if float(held.mean()) <= limit:
                 return lanes
-        return None
+        return _lanes(widest, pes)
+
+    def drainable(self, index: int, pes: int, units: int) -> bool:
+        """Whether some drain the engine builds serves layer `index` on P PEs and K units
+        (drain_lane_choices: not with stacked banks whose words would be too long)."""
+        return bool(drain_lane_choices(self.shape(index, pes), units, self.is_last(index)))
 
     def dataflow(
         self,

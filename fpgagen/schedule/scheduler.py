@@ -55,7 +55,7 @@ import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from ..engine.clock import engine_clocked
-from ..engine.geometry import MAX_PORT_BITS, STRIPES, UNITS
+from ..engine.geometry import MAX_OUT_LANES, MAX_PORT_BITS, STRIPES, UNITS
 from ..errors import DoesNotFit, FpgagenError
 from ..ir import BRAM, DATAFLOW, SEQUENTIAL, URAM, Limit, Model, Schedule, Stage
 from .activity import Activity
@@ -255,8 +255,9 @@ class Candidates:
             cost.dataflow(index, p, units, loaded, private, choose_lanes=True)
             for index in range(len(cost.layers))
             for p in dataflow_pes
+            if p <= MAX_OUT_LANES or not cost.is_last(index)  # the last stage drains dense beats of P values
             for units in UNITS
-            if units <= p
+            if units <= p and cost.drainable(index, p, units)
             for loaded in (False, True)
             if not loaded or cost.loadable(index, p)
             for private in (False, True)
@@ -741,10 +742,16 @@ def limit(problem: Problem, interval: float, description: str) -> Limit:
         through = np.flatnonzero((problem.first <= slow[0]) & (problem.last >= slow[0]))
         fastest = problem.candidates[through[np.argmin(problem.interval[through])]].stage
         restriction = "" if description == "design" else f" for a {description}"
+        dense = slow[0] == problem.layers - 1 and fastest.mode == DATAFLOW and fastest.pes == MAX_OUT_LANES
         return Limit(
             "engine",
             f"layer {layer}{more}: the engine builds no stage{restriction} that runs it in fewer than "
-            f"{cycles}; its fastest is {_stage_words(fastest)}",
+            f"{cycles}; its fastest is {_stage_words(fastest)}"
+            + (
+                f" (the model's last stage drains dense beats of its P values, at most {MAX_OUT_LANES})"
+                if dense
+                else ""
+            ),
         )
     sub = problem.subset(faster)
     _, least = sub.cover_bounds(sub.resources)
@@ -795,6 +802,19 @@ def shortfall(problem: Problem, description: str) -> DoesNotFit:
             f"no {description} can be built for model {model}: a sequential stage's beat is its P "
             f"off-chip slots of 8, 16 or 32 bits (as its addresses and weights need), at most {MAX_PORT_BITS} "
             f"bits a channel, over at most {stripes} of {board.name}'s memory channels"
+        )
+    covered = np.zeros(problem.layers, dtype=bool)
+    for first, last in zip(problem.first, problem.last):
+        covered[first : last + 1] = True
+    if not covered.all():
+        layer = problem.cost.layers[int(np.argmin(covered))].name
+        return DoesNotFit(
+            f"no {description} can be built for model {model}: the engine builds no such stage for layer {layer}"
+            + (
+                f" (the model's last stage drains dense beats of its P values, at most {MAX_OUT_LANES})"
+                if not covered[-1]
+                else ""
+            )
         )
     _, least = problem.cover_bounds(problem.resources)
     if np.isinf(least).any():
