@@ -176,6 +176,10 @@ MLPS = {
         4,
         (),
     ),
+    # the widest stage the engine builds: 128 PEs for each of two units (256, fg_all's limit), the
+    # drain taking 64 lanes, so each unit's words hold 32 values (MAX_WORD_VALUES); 200 outputs on
+    # two local addresses
+    "private_128": ([24, 200, 9], [RELU, NONE], "w8a16", (df(0, 128, 2, private=True, drain_lanes=64), df(1, 8, 2)), 8),
 }
 QUIET_MLPS = {"drain_lanes"}  # negative biases, and every third test vector zero
 

@@ -15,12 +15,13 @@ from fpgagen.manifest import read_manifest
 
 # Every design runs bit-exact under one simulator by default and under both with `-m slow`.
 # Verilator spends 30-50 s building each, where Icarus runs most of them in 8-25 s, so Verilator takes
-# four: the design Icarus is slowest on (dataflow_only's 64 PEs) and three whose features nothing else
-# runs under it by default (narrow_w4a8's narrow accumulators and 8-bit slots, sequential_end's
-# one-lane sequential stage, private_pes's units with PEs of their own), Icarus the others. Verilator runs the others' kinds of stage elsewhere
+# the design Icarus is slowest on (dataflow_only's 64 PEs) and those whose features nothing else runs
+# under it by default (drain_lanes's groups, narrow_w4a8's narrow accumulators and 8-bit slots,
+# sequential_end's one-lane sequential stage, private_pes's units with PEs of their own, private_128's
+# 256 of them), Icarus the others. Verilator runs the others' kinds of stage elsewhere
 # by default (sequential_middle in test_rtl_offchip, sequential and stacked Graph Challenge
 # designs in test_performance), so a machine without Icarus still covers them.
-VERILATOR_BY_DEFAULT = {"dataflow_only", "drain_lanes", "narrow_w4a8", "private_pes", "sequential_end"}
+VERILATOR_BY_DEFAULT = {"dataflow_only", "drain_lanes", "narrow_w4a8", "private_pes", "private_128", "sequential_end"}
 RUNS = [
     pytest.param(case, *simulator.values, marks=simulator.marks)
     for case in sorted(MLPS)
