@@ -720,6 +720,27 @@ def test_the_input_reader_is_the_limit_when_every_stage_is_faster():
     assert max(stage.interval for stage in scheduled.estimate.stages) < scheduled.estimate.reader.interval
 
 
+def test_a_limit_the_search_could_not_prove_says_so(monkeypatch):
+    """When a feasibility program runs out of time, a shorter interval is not ruled out: the
+    limit found over the design the search kept says it is unproven."""
+    model = random_chain([128, 256, 256, 64], seed=7, density=0.3)
+    tight = board(lut=30_000)
+    least = _least_interval(model, tight)
+    program = scheduler.Problem.program
+
+    def out_of_time_below_the_least(self, objective):  # HiGHS's time-out on every program below it
+        if objective is None and self.interval.max() < least * 1.5:
+            self.timed_out.append("interval")
+            return None
+        return program(self, objective)
+
+    monkeypatch.setattr(scheduler.Problem, "priced_chain", lambda self, rounds=0: None)
+    monkeypatch.setattr(scheduler.Problem, "program", out_of_time_below_the_least)
+    scheduled = schedule(model, tight).schedule
+    assert scheduled.unproven == ("interval",)
+    assert scheduled.limit.reason.endswith("(unproven: the search ran out of time)")
+
+
 def test_the_latency_objective_names_no_limit():
     assert schedule(random_chain([40, 64, 10], seed=3), U280, objective="latency").schedule.limit is None
 

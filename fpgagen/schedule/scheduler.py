@@ -128,6 +128,8 @@ def schedule(
     found = None
     if objective == "throughput":
         found = limit(problem, max([problem.reader.interval, *(c.interval for c in solved)]), description)
+        if "interval" in problem.timed_out:  # a shorter interval was not ruled out
+            found = replace(found, reason=f"{found.reason} (unproven: the search ran out of time)")
     stages, estimate = deepening(problem, stages, batch, objective, description, candidates)
     if objective == "latency":
         stages, estimate = _sooner(problem, stages, estimate, batch, description, candidates)
