@@ -115,9 +115,10 @@ class LayerSchedule:
 @dataclass(frozen=True)
 class Limit:
     """What keeps a design from a shorter interval (the scheduler's finding, throughput objective):
-    `kind` is "reader" (the input stream), "engine" (a layer no faster stage exists for), a
-    resource of the board ("dsp", "bram", "uram", "lut", "ff"), "resources" (each fits alone, not
-    all at once) or "channels" (the off-chip memory channels); `reason` says it in words."""
+    `kind` is "reader" (the input stream), "engine" (a layer no faster stage exists for),
+    "memory" (a layer whose fastest stage waits for its weights from off-chip memory), a resource
+    of the board ("dsp", "bram", "uram", "lut", "ff"), "resources" (several, or each fits alone,
+    not all at once) or "channels" (too few off-chip memory channels); `reason` says it in words."""
 
     kind: str
     reason: str

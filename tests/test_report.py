@@ -242,7 +242,7 @@ def test_the_report_states_its_own_figures_correctly(reported):
     assert f"{data.first_result_estimate:,.0f}" in reported.read_text()
     # what keeps the design from a shorter interval, as the manifest records it (HTML-escaped as the page's template escapes it)
     limit = data.manifest["schedule"]["limit"]
-    assert f"No faster design: limited by {markupsafe.escape(limit['reason'])}." in reported.read_text()
+    assert f"What limits the design's interval: {markupsafe.escape(limit['reason'])}." in reported.read_text()
 
 
 def test_a_report_before_any_simulation_says_what_is_missing(example, tmp_path, run_cli):

@@ -641,10 +641,9 @@ def test_a_stage_of_128_pes_is_built_but_not_for_the_last_layer_nor_with_four_pr
     cost = CostModel(model, U280, Activity.uniform(model))
     assert drain_lane_choices(cost.shape(0, 64), 1, False) == (32, 16, 8)
     assert cost.drain_lanes(0, 64, 1, False) in (32, 16, 8)  # never all 64 lanes in one unit's words
-    # forced to 128 PEs a stage, no design exists, and the refusal says why
+    # --pes forces every stage, the last too: 128 is not offered
     with pytest.raises(
-        DoesNotFit,
-        match=r"the engine builds no such stage for layer fc1 \(the model's last stage drains dense beats of its P values, at most 64\)",
+        FpgagenError, match=r"128 PEs per stage is not possible with the dataflow policy; choose one of"
     ):
         schedule(model, U280, policy=DATAFLOW, pes=128)
 
@@ -698,7 +697,7 @@ def test_a_layer_no_faster_stage_exists_for_is_the_limit():
     )
 
 
-def test_the_resource_named_as_the_limit_buys_a_faster_design_in_the_amount_it_names():
+def test_the_resource_named_as_the_limit_buys_a_faster_design_where_the_others_are_to_spare():
     model = random_chain([128, 256, 256, 64], seed=7, density=0.3)
     tight = board(lut=30_000)
     limit = schedule(model, tight).schedule.limit
@@ -710,6 +709,17 @@ def test_the_resource_named_as_the_limit_buys_a_faster_design_in_the_amount_it_n
     # the named amount of LUTs is exactly what a faster design needs
     assert _least_interval(model, replace(tight, lut=int(need))) < interval - 0.05
     assert _least_interval(model, replace(tight, lut=int(need) - 1)) == pytest.approx(interval, abs=0.05)
+
+
+def test_a_sequential_stage_waiting_for_its_weights_names_the_memory_channels():
+    # on the PYNQ-Z2's one 2.1 GB/s channel a sequential stage of more PEs only waits longer
+    model = random_chain([40, 300, 200, 10], seed=3)
+    scheduled = schedule(model, load_board("pynq-z2"), policy=SEQUENTIAL).schedule
+    assert scheduled.limit.kind == "memory"
+    assert scheduled.limit.reason.startswith("pynq-z2's memory channels (2.1 GB/s each): layers fc0 to fc2")
+    (stage,) = scheduled.stages
+    cost = CostModel(model, engine_clocked(load_board("pynq-z2")), Activity.uniform(model))
+    assert any(layer.bound == "memory" for layer in cost.alone(stage))
 
 
 def test_the_input_reader_is_the_limit_when_every_stage_is_faster():
@@ -896,8 +906,9 @@ def test_schedule_command_prints_a_table_and_refuses_bad_input(tmp_path, run_cli
     assert result.exit_code == 0, result.stderr
     assert "u280" in result.stdout and "seq" in result.stdout and "(engine 0)" in result.stdout
     assert "the worst case: every input nonzero" in result.stdout
-    assert "limited by layer fc0 (and 2 more layer(s) alike): the engine builds no stage for a sequential design" in (
-        " ".join(result.stdout.split())
+    assert (
+        "limited by layers fc0 to fc2 (one sequential stage): the engine builds no stage for a sequential design"
+        in (" ".join(result.stdout.split()))
     )
     # a dataflow stage's row: its PEs, its issue units (p: private PEs) and its drain lanes
     dataflow = run_cli("schedule", path, "--schedule", "dataflow", "--act-density", "0.5")

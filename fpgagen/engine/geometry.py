@@ -26,7 +26,8 @@ MAX_OUT_LANES = 64
 MAX_STAGE_PES = 256
 # Values of a drained word, whose nonzeros the drain counts in one cycle (fg_stage.v's W2 and
 # fg_seq_stage.v's): a dataflow stage's D / K, a sequential stage's P. 32 take 6 LUT levels (Yosys,
-# bench_timing's sequential designs at P = 32); 64 took 8 (a P = 64, K = 1 stage draining every lane).
+# bench_timing's sequential designs at P = 32); 64 took 7 in a sequential stage (narrow_w4a8 at P = 64)
+# and 8 in a P = 64, K = 1 dataflow stage draining every lane.
 MAX_WORD_VALUES = 32
 
 # FIFOs. Depths of 32 or less are one LUTRAM column (RAM32M16) whatever the depth, so the engine

@@ -31,6 +31,8 @@ DATAFLOW_PES = (1, 2, *range(4, 65, 4), 128)
 # AXI data width: P slots of 8, 16 or 32 bits, at most 512. Not 64: a drained word's count of its
 # P outputs' nonzeros would take 7 LUT levels (bench_timing, narrow_w4a8 at P=64).
 SEQUENTIAL_PES = (1, 2, 4, 8, 16, 32)
+# What `--pes` may force on every stage, the model's last too: no P beyond MAX_OUT_LANES.
+FORCED_PES = tuple(p for p in sorted({*DATAFLOW_PES, *SEQUENTIAL_PES}) if p <= MAX_OUT_LANES)
 IN_LANES = (1, 2, 4, 8, 16, 32)  # AXI4-Stream data width 16 * K bits, at most 512
 
 
@@ -86,6 +88,12 @@ def _check_stage(model: Model, number: int, stage) -> None:
         shape = layer_shape(model.layers[stage.layers[0]], stage.pes)
         choices = drain_lane_choices(shape, stage.units, stage.layers[0] == len(model.layers) - 1)
         lanes = stage.pes if stage.drain_lanes is None else stage.drain_lanes
+        if not choices:
+            raise FpgagenError(
+                f"{where}: its banks are stacked, so its drain takes all {stage.pes} lanes at once, and a word of "
+                f"P / K = {stage.pes // stage.units} values is more than the {MAX_WORD_VALUES} a drain counts in a "
+                f"cycle: give it at least {-(-stage.pes // MAX_WORD_VALUES)} units, or more PEs"
+            )
         if lanes not in choices:
             raise FpgagenError(
                 f"{where}: a drain of {lanes} lanes; this stage's takes one of {choices} (P / 2^k, a multiple of "

@@ -59,16 +59,18 @@ from ..engine.geometry import MAX_OUT_LANES, MAX_PORT_BITS, STRIPES, UNITS
 from ..errors import DoesNotFit, FpgagenError
 from ..ir import BRAM, DATAFLOW, SEQUENTIAL, URAM, Limit, Model, Schedule, Stage
 from .activity import Activity
-from .apply import DATAFLOW_PES, SEQUENTIAL_PES, apply_schedule
+from .apply import DATAFLOW_PES, FORCED_PES, SEQUENTIAL_PES, apply_schedule
 from .boards import Board, load_board
 from .cost_model import CostModel
+from .cycles import MEMORY_BOUND
 from .estimates import DesignEstimate, StageCost, searched
 from .resources import RESOURCE_KINDS, Resources, board_budget
 
 POLICIES = ("auto", DATAFLOW, SEQUENTIAL)
 OBJECTIVES = ("throughput", "latency")
 DEFAULT_BATCH = 1024
-_PES = {"auto": {*DATAFLOW_PES, *SEQUENTIAL_PES}, DATAFLOW: {*DATAFLOW_PES}, SEQUENTIAL: {*SEQUENTIAL_PES}}
+# what `pes` may force on every stage, by policy (the model's last stage takes at most MAX_OUT_LANES)
+_PES = {"auto": {*FORCED_PES}, DATAFLOW: {*DATAFLOW_PES} & {*FORCED_PES}, SEQUENTIAL: {*SEQUENTIAL_PES}}
 _UNITS = {  # resource: (its name in messages, its unit)
     "dsp": ("DSP", "DSP slices"),
     "bram": ("BRAM", "BRAM36"),
@@ -728,27 +730,41 @@ def limit(problem: Problem, interval: float, description: str) -> Limit:
     board = problem.cost.board
     cycles = f"{interval:,.1f} cycles a vector"
     if problem.reader.interval >= interval * (1 - _REL_SLACK) - _ABS_SLACK:
-        return Limit(
-            "reader",
-            f"the input reader: a beat of {problem.reader.lanes} values a cycle takes {cycles} "
-            f"for the model's {problem.cost.model.in_features} inputs",
+        reader, inputs = problem.reader, problem.cost.model.in_features
+        beats = -(-inputs // reader.lanes) + 1
+        how = (
+            f"a beat of {reader.lanes} values a cycle takes {beats:,} cycles for the model's {inputs:,} inputs"
+            if beats >= reader.interval * (1 - _REL_SLACK)
+            else f"its serializers hand the nonzero inputs on, one a cycle each, in {cycles}"
         )
+        return Limit("reader", f"the input reader: {how}")
     faster = problem.interval < interval * (1 - _REL_SLACK) - _ABS_SLACK
     covered = np.zeros(problem.layers, dtype=bool)
     for first, last in zip(problem.first[faster], problem.last[faster]):
         covered[first : last + 1] = True
     if not covered.all():
-        slow = np.flatnonzero(~covered)
-        layer = problem.cost.layers[slow[0]].name
-        more = f" (and {len(slow) - 1} more layer(s) alike)" if len(slow) > 1 else ""
+        cost, slow = problem.cost, np.flatnonzero(~covered)
         through = np.flatnonzero((problem.first <= slow[0]) & (problem.last >= slow[0]))
         fastest = problem.candidates[through[np.argmin(problem.interval[through])]].stage
+        names = [cost.layers[index].name for index in fastest.layers]
+        one = len(names) == 1
+        what = f"layer {names[0]}" if one else f"layers {names[0]} to {names[-1]} (one sequential stage)"
+        if fastest.mode == SEQUENTIAL and any(c.bound == MEMORY_BOUND for c in cost.alone(fastest)):
+            board = cost.board
+            return Limit(
+                "memory",
+                f"{board.name}'s memory channels ({board.channel_gbps:g} GB/s each): {what} "
+                f"{'waits for its' if one else 'wait for their'} weights; "
+                f"its fastest stage, {_stage_words(fastest)}, takes {cycles}",
+            )
         restriction = "" if description == "design" else f" for a {description}"
-        dense = slow[0] == problem.layers - 1 and fastest.mode == DATAFLOW and fastest.pes == MAX_OUT_LANES
+        wide = cost.layers[slow[0]].weights.shape[1] > MAX_OUT_LANES
+        dense = slow[0] == problem.layers - 1 and fastest.mode == DATAFLOW and wide and "PEs per" not in description
         return Limit(
             "engine",
-            f"layer {layer}{more}: the engine builds no stage{restriction} that runs it in fewer than "
-            f"{cycles}; its fastest is {_stage_words(fastest)}"
+            f"{what}: the engine builds no stage{restriction} that runs {'it' if one else 'them'} in fewer than "
+            f"{cycles}; the fastest is "
+            f"{_stage_words(fastest)}"
             + (
                 f" (the model's last stage drains dense beats of its P values, at most {MAX_OUT_LANES})"
                 if dense
@@ -797,26 +813,28 @@ def shortfall(problem: Problem, description: str) -> DoesNotFit:
     """Why no candidate chain fits the board: the resources even the smallest design exceeds."""
     board = problem.cost.board
     model = problem.cost.model.name
+    covered = np.zeros(problem.layers, dtype=bool)
+    for first, last in zip(problem.first, problem.last):
+        covered[first : last + 1] = True
+    if problem.candidates and not covered.all():
+        index = int(np.argmin(covered))
+        dense = index == problem.layers - 1  # no dataflow stage of more than MAX_OUT_LANES PEs for it
+        return DoesNotFit(
+            f"no {description} can be built for model {model}: the engine builds no such stage for layer "
+            f"{problem.cost.layers[index].name}"
+            + (
+                f" (the model's last stage drains dense beats of its P values, at most {MAX_OUT_LANES})"
+                if dense
+                else ""
+            )
+        )
     if not problem.candidates:
-        # Only sequential stages can be refused outright: dataflow ones of every P exist.
+        # Only sequential stages can be refused outright: dataflow ones of every P up to MAX_OUT_LANES exist.
         stripes = max(c for c in STRIPES if c <= max(1, board.channels))
         return DoesNotFit(
             f"no {description} can be built for model {model}: a sequential stage's beat is its P "
             f"off-chip slots of 8, 16 or 32 bits (as its addresses and weights need), at most {MAX_PORT_BITS} "
             f"bits a channel, over at most {stripes} of {board.name}'s memory channels"
-        )
-    covered = np.zeros(problem.layers, dtype=bool)
-    for first, last in zip(problem.first, problem.last):
-        covered[first : last + 1] = True
-    if not covered.all():
-        layer = problem.cost.layers[int(np.argmin(covered))].name
-        return DoesNotFit(
-            f"no {description} can be built for model {model}: the engine builds no such stage for layer {layer}"
-            + (
-                f" (the model's last stage drains dense beats of its P values, at most {MAX_OUT_LANES})"
-                if not covered[-1]
-                else ""
-            )
         )
     _, least = problem.cover_bounds(problem.resources)
     if np.isinf(least).any():

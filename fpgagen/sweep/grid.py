@@ -13,7 +13,7 @@ from ..errors import FpgagenError
 from ..numerics import parse_precision
 from ..passes.formats import check_max_error
 from ..passes.prune import checked_sparsity, parse_method
-from ..schedule.apply import DATAFLOW_PES, SEQUENTIAL_PES
+from ..schedule.apply import FORCED_PES
 from ..schedule.boards import load_board
 from ..schedule.scheduler import POLICIES
 
@@ -120,7 +120,7 @@ def _number(item: str, option: str, kind: type) -> float | int:
 def _pes(text: str | None) -> tuple[int | None, ...]:
     if text is None:
         return (None,)
-    possible = sorted({*DATAFLOW_PES, *SEQUENTIAL_PES})
+    possible = FORCED_PES
     values = [_number(item, "--pes", int) for item in _items(text, "--pes")]
     for value in values:
         if value not in possible:
