@@ -80,12 +80,12 @@ def _check_stage(model: Model, number: int, stage) -> None:
             raise FpgagenError(
                 f"{where}: {stage.units} units of {stage.pes} private PEs each; a stage has at most {MAX_STAGE_PES} PEs"
             )
-        if stage.private and layer_shape(model.layers[stage.layers[0]], stage.pes).stacked:
+        shape = layer_shape(model.layers[stage.layers[0]], stage.pes)
+        if stage.private and shape.stacked:
             raise FpgagenError(
                 f"{where}: private PEs take an entry every cycle, but this layer's banks are stacked in one "
                 "block RAM, whose port the drain shares: give the stage more PEs or shared ones"
             )
-        shape = layer_shape(model.layers[stage.layers[0]], stage.pes)
         choices = drain_lane_choices(shape, stage.units, stage.layers[0] == len(model.layers) - 1)
         lanes = stage.pes if stage.drain_lanes is None else stage.drain_lanes
         if not choices:

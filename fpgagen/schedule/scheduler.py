@@ -129,7 +129,7 @@ def schedule(
     stages = tuple(candidate.stage for candidate in solved)
     found = None
     if objective == "throughput":
-        found = limit(problem, max([problem.reader.interval, *(c.interval for c in solved)]), description)
+        found = limit(problem, max([problem.reader.interval, *(c.interval for c in solved)]), policy, pes)
         if "interval" in problem.timed_out:  # a shorter interval was not ruled out
             found = replace(found, reason=f"{found.reason} (unproven: the search ran out of time)")
     stages, estimate = deepening(problem, stages, batch, objective, description, candidates)
@@ -340,6 +340,19 @@ class Problem:
         interval = max([float(self.reader.interval), *self.interval[order]])
         latency = self.reader.latency + float(self.latency[order].sum())
         return _Design(order, interval, latency)
+
+    def runs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every (layer, candidate) pair of a candidate and a layer it runs."""
+        length = self.last - self.first + 1
+        offset = np.arange(length.sum()) - np.repeat(np.cumsum(length) - length, length)
+        return np.repeat(self.first, length) + offset, np.repeat(np.arange(len(self.candidates)), length)
+
+    def fastest(self) -> np.ndarray:
+        """Per layer, the least interval of the candidates that run it (infinity: none does)."""
+        layers, candidates = self.runs()
+        fewest = np.full(self.layers, np.inf)
+        np.minimum.at(fewest, layers, self.interval[candidates])
+        return fewest
 
     def meets(self, limit: float) -> np.ndarray:
         """Which candidates keep a design's interval within `limit`."""
@@ -628,12 +641,7 @@ def least_interval(problem: Problem) -> _Design | None:
 
 def _interval_floor(problem: Problem) -> float:
     """No design's interval is below this: every layer is covered by some candidate."""
-    length = problem.last - problem.first + 1
-    offset = np.arange(length.sum()) - np.repeat(np.cumsum(length) - length, length)
-    covered = np.repeat(problem.first, length) + offset  # every (candidate, layer it covers) pair
-    fewest = np.full(problem.layers, np.inf)
-    np.minimum.at(fewest, covered, np.repeat(problem.interval, length))
-    return float(max(problem.reader.interval, fewest.max(initial=0.0)))
+    return float(max(problem.reader.interval, problem.fastest().max(initial=0.0)))
 
 
 def _within(problem: Problem, limit: float) -> _Design | None:
@@ -721,13 +729,14 @@ def _describe(policy: str, pes: int | None) -> str:
     return name if pes is None else f"{name} with {pes} PEs per stage"
 
 
-def limit(problem: Problem, interval: float, description: str) -> Limit:
+def limit(problem: Problem, interval: float, policy: str, pes: int | None) -> Limit:
     """Why no design's slowest stage takes fewer than `interval` cycles a vector, the least
     interval the search found: the reader takes that long; or some layer has no faster stage the
     engine builds (under the policy and P asked for); or the faster stages cannot be chained within
     the board: the resources even the cheapest such chain of each exceeds, or the channels, or all
     of them at once. The chains are `cover_bounds`', over every candidate faster than `interval`."""
     board = problem.cost.board
+    description = _describe(policy, pes)
     cycles = f"{interval:,.1f} cycles a vector"
     if problem.reader.interval >= interval * (1 - _REL_SLACK) - _ABS_SLACK:
         reader, inputs = problem.reader, problem.cost.model.in_features
@@ -738,19 +747,16 @@ def limit(problem: Problem, interval: float, description: str) -> Limit:
             else f"its serializers hand the nonzero inputs on, one a cycle each, in {cycles}"
         )
         return Limit("reader", f"the input reader: {how}")
-    faster = problem.interval < interval * (1 - _REL_SLACK) - _ABS_SLACK
-    covered = np.zeros(problem.layers, dtype=bool)
-    for first, last in zip(problem.first[faster], problem.last[faster]):
-        covered[first : last + 1] = True
-    if not covered.all():
-        cost, slow = problem.cost, np.flatnonzero(~covered)
+    below = interval * (1 - _REL_SLACK) - _ABS_SLACK
+    slow = np.flatnonzero(problem.fastest() >= below)  # layers no faster candidate runs
+    if slow.size:
+        cost = problem.cost
         through = np.flatnonzero((problem.first <= slow[0]) & (problem.last >= slow[0]))
         fastest = problem.candidates[through[np.argmin(problem.interval[through])]].stage
         names = [cost.layers[index].name for index in fastest.layers]
         one = len(names) == 1
         what = f"layer {names[0]}" if one else f"layers {names[0]} to {names[-1]} (one sequential stage)"
         if fastest.mode == SEQUENTIAL and any(c.bound == MEMORY_BOUND for c in cost.alone(fastest)):
-            board = cost.board
             return Limit(
                 "memory",
                 f"{board.name}'s memory channels ({board.channel_gbps:g} GB/s each): {what} "
@@ -759,19 +765,13 @@ def limit(problem: Problem, interval: float, description: str) -> Limit:
             )
         restriction = "" if description == "design" else f" for a {description}"
         wide = cost.layers[slow[0]].weights.shape[1] > MAX_OUT_LANES
-        dense = slow[0] == problem.layers - 1 and fastest.mode == DATAFLOW and wide and "PEs per" not in description
+        dense = slow[0] == problem.layers - 1 and fastest.mode == DATAFLOW and wide and pes is None
         return Limit(
             "engine",
             f"{what}: the engine builds no stage{restriction} that runs {'it' if one else 'them'} in fewer than "
-            f"{cycles}; the fastest is "
-            f"{_stage_words(fastest)}"
-            + (
-                f" (the model's last stage drains dense beats of its P values, at most {MAX_OUT_LANES})"
-                if dense
-                else ""
-            ),
+            f"{cycles}; the fastest is {_stage_words(fastest)}" + (f" ({_DENSE_BEATS})" if dense else ""),
         )
-    sub = problem.subset(faster)
+    sub = problem.subset(problem.interval < below)
     _, least = sub.cover_bounds(sub.resources)
     if np.isinf(least).any():
         return Limit(
@@ -802,6 +802,9 @@ def limit(problem: Problem, interval: float, description: str) -> Limit:
     )
 
 
+_DENSE_BEATS = f"the model's last stage drains dense beats of its P values, at most {MAX_OUT_LANES}"
+
+
 def _stage_words(stage: Stage) -> str:
     """A stage's shape in a message: "a dataflow stage of P = 64, K = 4 shared PEs"."""
     if stage.mode == SEQUENTIAL:
@@ -813,20 +816,13 @@ def shortfall(problem: Problem, description: str) -> DoesNotFit:
     """Why no candidate chain fits the board: the resources even the smallest design exceeds."""
     board = problem.cost.board
     model = problem.cost.model.name
-    covered = np.zeros(problem.layers, dtype=bool)
-    for first, last in zip(problem.first, problem.last):
-        covered[first : last + 1] = True
-    if problem.candidates and not covered.all():
-        index = int(np.argmin(covered))
+    missing = np.setdiff1d(np.arange(problem.layers), problem.runs()[0])  # layers no candidate runs
+    if problem.candidates and missing.size:
+        index = int(missing[0])
         dense = index == problem.layers - 1  # no dataflow stage of more than MAX_OUT_LANES PEs for it
         return DoesNotFit(
             f"no {description} can be built for model {model}: the engine builds no such stage for layer "
-            f"{problem.cost.layers[index].name}"
-            + (
-                f" (the model's last stage drains dense beats of its P values, at most {MAX_OUT_LANES})"
-                if dense
-                else ""
-            )
+            f"{problem.cost.layers[index].name}" + (f" ({_DENSE_BEATS})" if dense else "")
         )
     if not problem.candidates:
         # Only sequential stages can be refused outright: dataflow ones of every P up to MAX_OUT_LANES exist.
