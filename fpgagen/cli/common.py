@@ -11,7 +11,7 @@ from rich.measure import Measurement
 from ..accuracy import Accuracy
 from ..ir import Schedule
 from ..numerics import DEFAULT_PRECISION
-from ..schedule.scheduler import BATCH_SLACK, OBJECTIVES, PROGRAM_SECONDS
+from ..schedule.scheduler import OBJECTIVES, PROGRAM_SECONDS
 
 # Results go to stdout; progress and notes to stderr, so `--json` output stays clean. Lines are
 # never wrapped (soft_wrap): a pipe or a file gets each line whole.
@@ -56,8 +56,7 @@ objective_option = click.option(
     type=click.Choice(OBJECTIVES),
     default="throughput",
     show_default=True,
-    help="throughput: the least initiation interval, then the smallest design whose batch takes at most "
-    f"{BATCH_SLACK:.0%} longer than the soonest one's; latency: the least latency.",
+    help="throughput: the least initiation interval (then the least latency); latency: the least latency.",
 )
 
 json_option = click.option(

@@ -17,7 +17,7 @@ from ..prepare import FrontOptions, prepare
 from ..schedule.boards import builtin_boards, load_board
 from ..schedule.estimates import DesignEstimate, StageEstimate
 from ..schedule.resources import RESOURCE_KINDS, Resources
-from ..schedule.scheduler import BATCH_SLACK, DEFAULT_BATCH, POLICIES
+from ..schedule.scheduler import DEFAULT_BATCH, POLICIES
 from . import app
 from .common import err, model_argument, objective_option, out, precision_option, print_table, print_unproven
 
@@ -60,8 +60,7 @@ from .common import err, model_argument, objective_option, out, precision_option
     type=int,
     default=DEFAULT_BATCH,
     show_default=True,
-    help="Vectors per run: for the throughput figures, and the batch whose time the throughput objective's "
-    f"smallest design may lengthen by at most {BATCH_SLACK:.0%} (compile takes the default).",
+    help="Vectors per run, for the throughput figures.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the schedule and its estimate as JSON on stdout.")
 def schedule_command(

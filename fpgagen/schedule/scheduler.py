@@ -21,10 +21,7 @@ The interval, max(reader, max_c t_c x_c), is a bottleneck: a min-max objective m
 near-equal designs abound), so the least interval is found by bisection over the values t_c:
 "is there a design with every interval <= T?" is the program above over the candidates with
 t_c <= T, without objective. The throughput objective takes the least T, then the least latency
-among the designs within it, then the least share of the board among those whose batch takes at
-most BATCH_SLACK longer (`least_share`: FINN folds each layer to the slowest one's rate; stages
-built wider than T needs shorten the first result, which a batch of a thousand vectors hardly
-sees). The latency objective takes the least latency (its ties are not
+among the designs within it. The latency objective takes the least latency (its ties are not
 broken: a least-interval tie-break would be another bisection), or the throughput search's design
 where that reaches its first result sooner (`_sooner`).
 
@@ -60,7 +57,7 @@ from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from ..engine.clock import engine_clocked
 from ..engine.geometry import MAX_OUT_LANES, MAX_PORT_BITS, STRIPES, UNITS
 from ..errors import DoesNotFit, FpgagenError
-from ..ir import BRAM, DATAFLOW, OFFCHIP, SEQUENTIAL, URAM, Limit, Model, Schedule, Stage
+from ..ir import BRAM, DATAFLOW, SEQUENTIAL, URAM, Limit, Model, Schedule, Stage
 from .activity import Activity
 from .apply import DATAFLOW_PES, FORCED_PES, SEQUENTIAL_PES, apply_schedule
 from .boards import Board, load_board
@@ -102,12 +99,6 @@ LATENCY_GAP = 1e-3
 # Intervals closer than this, relative, are equal: a tandem line's interval is a difference of long
 # sums, and two lines that run alike can round a few ulps apart.
 INTERVAL_TOLERANCE = 1e-9
-# How much longer than the soonest design's a batch (its first result, then an interval a vector)
-# may take in a design of the least interval that takes less of the board. The FFN of
-# bench_schedule.py then uses 39% fewer LUTs and 15% fewer block RAMs for a batch 0.1% longer
-# (its searched latency, a sum over the stages, may grow by the whole 1%).
-BATCH_SLACK = 0.01
-SHARE = "share of the board"  # what `least_share` minimizes, as Schedule.unproven names it
 PRICE_ROUNDS = 30  # re-pricings of the resources before a feasibility question goes to the program
 
 
@@ -134,7 +125,7 @@ def schedule(
     candidates = Candidates(cost, policy, pes)
     problem = candidates.problem(_interval_cap(candidates) if objective == "throughput" else math.inf)
     description = _describe(policy, pes)
-    solved = solve(problem, objective, description, batch)
+    solved = solve(problem, objective, description)
     stages = tuple(candidate.stage for candidate in solved)
     found = None
     if objective == "throughput":
@@ -174,10 +165,9 @@ def _sooner(
     Challenge 4096 x 12 on the ZCU104: 32,021 cycles against the throughput design's 29,103,
     under the summed model). This costs a second
     search: its design as it found it and as the throughput objective takes it (which may search
-    again for room for deep channels, and find another), both before the throughput objective's
-    last step gives up latency for a smaller share of the board (`least_share`)."""
+    again for room for deep channels, and find another)."""
     found = tuple(candidate.stage for candidate in solve(problem, "throughput", description))
-    taken = deepening(problem, found, batch, "throughput", description, candidates, compact=False)
+    taken = deepening(problem, found, batch, "throughput", description, candidates)
     designs = [(stages, estimate)]
     if taken[0] != found:  # its search for deep channels chose another design; else the two agree
         designs.append(deepening(problem, found, batch, "latency", description))
@@ -192,7 +182,6 @@ def deepening(
     objective: str,
     description: str,
     candidates: Candidates | None = None,
-    compact: bool = True,
 ) -> tuple[tuple[Stage, ...], DesignEstimate]:
     """The design's stages and its estimate, whose `deep_channels` says whether its channels are
     to be deep, and in which memory: block
@@ -208,8 +197,7 @@ def deepening(
     The search prices stages, not channels, so its design may fill the board to the last block
     (Graph Challenge 4096 x 120 on the U280 left 2 URAM too few for 242). For throughput, the
     search then runs again with every candidate charged for its deep output channel, in the
-    memory the first design overran least (`compact`: taking the least share of the board its
-    batch allows, as `solve` does), and the design of the shorter interval is kept. So that
+    memory the first design overran least, and the design of the shorter interval is kept. So that
     search needs no candidate slower than the first design: where `problem` lacks some of those
     (its `limit`), `candidates` prices them."""
     cost = problem.cost
@@ -233,9 +221,7 @@ def deepening(
         reserved=cost.reader_deepening(cost.reader().lanes, memory),
     )
     try:
-        restaged = tuple(
-            candidate.stage for candidate in solve(charged, objective, description, batch if compact else None)
-        )
+        restaged = tuple(candidate.stage for candidate in solve(charged, objective, description))
     except DoesNotFit:
         return stages, shallow
     deep = cost.estimate(restaged, batch, deep_channels=memory)
@@ -535,35 +521,24 @@ class Problem:
         rows.add(every, self.ports, -np.inf, self.channels)
         return rows
 
-    def program(
-        self, objective: np.ndarray | None, latency: float = math.inf, goal: str = "latency"
-    ) -> np.ndarray | None:
-        """The candidates of an optimal (or, without objective, any) design whose searched latency
-        is at most `latency`; None if there is none. Out of time, the schedule records the `goal`
-        the objective stands for as unproven, and the best design found is taken; where there is
-        none yet, a feasibility program answers None, a `SHARE` program too (its caller has a
-        design), and a latency program is an error."""
+    def program(self, objective: np.ndarray | None) -> np.ndarray | None:
+        """The candidates of an optimal (or, without objective, any) design; None if there is none."""
         n = len(self.candidates)
         if n == 0:
             return None
-        rows = self.rows()
-        if math.isfinite(latency):
-            rows.add(np.arange(n), self.latency, -np.inf, latency - self.reader.latency)
         result = milp(
             np.zeros(n) if objective is None else objective,
-            constraints=[rows.constraint(n)],
+            constraints=[self.rows().constraint(n)],
             integrality=np.ones(n),
             bounds=Bounds(0, 1),
             options={"mip_rel_gap": 0.0 if objective is None else LATENCY_GAP, "time_limit": PROGRAM_SECONDS},
         )
         if result.status == 2:  # infeasible
             return None
-        if result.status == 1 and objective is not None:
-            self.timed_out.append(goal)  # out of time: its best design so far, if it has one
-        elif result.status == 1 and result.x is None:
+        if result.status == 1 and objective is not None and result.x is not None:
+            self.timed_out.append("latency")  # out of time: its best design so far
+        elif result.status == 1 and objective is None and result.x is None:
             self.timed_out.append("interval")  # out of time before any design: counted as none
-            return None
-        if result.x is None and goal == SHARE:
             return None
         if result.x is None:
             raise FpgagenError(f"the scheduler's solver stopped without a design: {result.message}")
@@ -618,10 +593,8 @@ class _Rows:
         return LinearConstraint(matrix, np.array(self.lower), np.array(self.upper))
 
 
-def solve(problem: Problem, objective: str, description: str, batch: int | None = None) -> list[StageCost]:
-    """The optimal stages in layer order; refuses a board no design fits. For throughput with a
-    `batch`, the design that takes the least of the board among those of the least interval whose
-    batch of that many vectors takes at most BATCH_SLACK longer than the soonest one's."""
+def solve(problem: Problem, objective: str, description: str) -> list[StageCost]:
+    """The optimal stages in layer order; refuses a board no design fits."""
     fitting = fit_resources(problem)
     if objective == "throughput":
         found = least_interval(fitting)
@@ -631,8 +604,6 @@ def solve(problem: Problem, objective: str, description: str, batch: int | None 
     design = least_latency(fitting)
     if design is None:
         raise shortfall(problem, description)
-    if objective == "throughput" and batch is not None:
-        fitting, design = least_share(fitting, design, batch)
     return [fitting.candidates[c] for c in design.chosen]
 
 
@@ -730,38 +701,6 @@ def least_latency(problem: Problem) -> _Design | None:
         if len(problem.timed_out) > timed_out and best is not None:
             return best  # a wider search would only run out of time again
         margin *= 4
-
-
-def least_share(problem: Problem, soonest: _Design, batch: int) -> tuple[Problem, _Design]:
-    """The design of `problem` (whose candidates all meet the least interval) that takes the least
-    share of the board (each resource's and the memory channels' share of the room, summed) among
-    those whose batch of `batch` vectors, its searched latency and an interval a vector after the
-    first, takes at most BATCH_SLACK longer than the `soonest` design's; with the problem it is
-    chosen from. A layer's weights stay where the soonest design keeps them, or become a ROM: a
-    load phase or off-chip weights are host work and memory traffic that no share of the board is
-    worth (UltraRAM, four times block RAM's share per bit on the U280, would otherwise take every
-    layer's weights). Where the program finds none in time, the soonest design."""
-    placed = np.empty(problem.layers, dtype=object)
-    for c in soonest.chosen:
-        placed[problem.first[c] : problem.last[c] + 1] = _placement(problem.candidates[c].stage)
-    kept = problem.subset(
-        [
-            _placement(c.stage) == BRAM or (placed[c.first : c.last + 1] == _placement(c.stage)).all()
-            for c in problem.candidates
-        ]
-    )
-    kept = kept.subset(~kept.dominated(latency=True))  # a candidate that one of these beats never helps
-    share = (kept.resources / np.maximum(kept.room, 1.0)).sum(axis=1) + kept.ports / max(kept.channels, 1)
-    batch_cycles = soonest.latency + (batch - 1) * soonest.interval
-    chosen = kept.program(share, latency=soonest.latency + BATCH_SLACK * batch_cycles, goal=SHARE)
-    if chosen is None:
-        return problem, soonest
-    return kept, kept.evaluate(chosen)
-
-
-def _placement(stage: Stage) -> str:
-    """Where a stage keeps its weights: a ROM (BRAM), loaded into UltraRAM (URAM), or off chip."""
-    return OFFCHIP if stage.mode == SEQUENTIAL else stage.weight_memory
 
 
 def _least_latency_among(problem: Problem, binding: int) -> _Design | None:
