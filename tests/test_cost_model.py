@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import replace
 
@@ -72,10 +73,12 @@ from fpgagen.schedule.pacing import (
     DEEP_CHANNEL_AHEAD,
     L_PASSING,
     SHALLOW_CHANNEL_AHEAD,
+    WORD_FIFO_AHEAD,
     ChainedStage,
     chained_interval,
     design_interval,
     in_lockstep,
+    word_fifo_ahead,
 )
 from fpgagen.schedule.resources import (
     CHANNEL_FF,
@@ -756,6 +759,24 @@ def test_a_shallow_channel_lets_a_stage_run_one_vector_ahead():
     threes = [np.ones(6), np.array([2.0, 2.0, 2.0, 10.0, 10.0, 10.0]), np.array([10.0, 10.0, 10.0, 2.0, 2.0, 2.0])]
     assert design_interval(threes, shallow) == 7.0
     assert design_interval(threes, deep) == 6.0  # a deep channel holds another vector
+
+
+def test_word_fifos_with_room_for_part_of_a_vector_let_a_stage_run_that_part_ahead():
+    """A drain holds its bank until its last word is in the word FIFOs: where they have room for a
+    part of a vector's words, the stage finishes v once its serializers are within that part of
+    their end of v - 1 (pacing.word_fifo_ahead), between none and a whole vector ahead."""
+    twos = [np.ones(4), np.array([2.0, 2.0, 10.0, 10.0]), np.array([10.0, 10.0, 2.0, 2.0])]
+    lines = [design_interval(twos, [SHALLOW_CHANNEL_AHEAD, part]) for part in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    assert lines[0] == design_interval(twos, [SHALLOW_CHANNEL_AHEAD, 0]) == 8.0
+    assert lines[-1] == design_interval(twos, [SHALLOW_CHANNEL_AHEAD, 1]) == 6.0
+    assert all(a > b for a, b in itertools.pairwise(lines))
+    # Graph Challenge's 1024 outputs on 12 PEs: 86 words a vector at each serializer, room for
+    # 32 less the 13 in flight; at P = 32, 32 words; with 16 drain lanes of 64, 64 words of 4
+    # values in FIFOs of 128: room for a whole vector
+    assert word_fifo_ahead(1024, 12, None) == pytest.approx((32 - 13) / 86)
+    assert word_fifo_ahead(1024, 32, None) == pytest.approx((32 - 13) / 32)
+    assert word_fifo_ahead(1024, 64, 16) == WORD_FIFO_AHEAD == 1
+    assert word_fifo_ahead(512, 32, None) == WORD_FIFO_AHEAD
 
 
 def test_deep_channels_let_stages_slow_on_different_vectors_overlap():

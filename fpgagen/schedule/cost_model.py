@@ -78,12 +78,12 @@ from .pacing import (
     CHANNEL_EXTRA_ITEMS,
     DEEP_CHANNEL_AHEAD,
     SHALLOW_CHANNEL_AHEAD,
-    WORD_FIFO_AHEAD,
     ChainedStage,
     chained_interval,
     design_interval,
     handed_on,
     in_lockstep,
+    word_fifo_ahead,
 )
 from .resources import (
     BRAM36_BITS,
@@ -911,21 +911,22 @@ class CostModel:
         held: list[np.ndarray],
         emitted: list[np.ndarray | None],
         deep_channels: str | None,
-    ) -> tuple[list[np.ndarray], list[int], list[np.ndarray]]:
+    ) -> tuple[list[np.ndarray], list[float], list[np.ndarray]]:
         """The units of `design_interval` (how long each holds each vector), the capacities between
         them and the vectors that take a place there: the reader, then each stage and, where they
         are a unit of their own (`emitted`), its serializers behind its word FIFOs
-        (WORD_FIFO_AHEAD), the channel to the next stage between (DEEP_CHANNEL_AHEAD or
+        (`word_fifo_ahead`), the channel to the next stage between (DEEP_CHANNEL_AHEAD or
         SHALLOW_CHANNEL_AHEAD). A drain writes words only for a vector with a nonzero output."""
         ahead = DEEP_CHANNEL_AHEAD if deep_channels else SHALLOW_CHANNEL_AHEAD
         into = self.placed(stages)  # the vectors that take a place in the channel into each stage
         units, capacities, placed = [held[0]], [], []
-        for number, (stage_held, serializers) in enumerate(zip(held[1:], emitted)):
+        for number, (stage, stage_held, serializers) in enumerate(zip(stages, held[1:], emitted)):
             capacities.append(ahead)
             placed.append(into[number])
             units.append(stage_held)
             if serializers is not None:
-                capacities.append(WORD_FIFO_AHEAD)
+                out_features = self.layers[stage.layers[-1]].out_features
+                capacities.append(word_fifo_ahead(out_features, stage.pes, stage.drain_lanes))
                 placed.append(into[number + 1])  # the design's last stage drains dense beats
                 units.append(serializers)
         return units, capacities, placed

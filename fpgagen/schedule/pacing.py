@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..engine.geometry import DRAIN_SLACK, ceil_div, drained_words
 from ..ir import SEQUENTIAL, Stage
 from .cycles import L_PASS
 
@@ -45,6 +46,22 @@ SHALLOW_CHANNEL_AHEAD = 1
 # stage's unit, holding each vector for the longer of its compute and its outputs, where one
 # vector's outputs leave while the next one computes); the other dataflow designs as before.
 WORD_FIFO_AHEAD = 1
+
+
+def word_fifo_ahead(out_features: int, pes: int, drain_lanes: int | None) -> float:
+    """How far a dataflow stage's drain runs ahead of its serializers (its capacity in the tandem
+    line): WORD_FIFO_AHEAD where the word FIFOs have room for a whole vector's words beyond the
+    DRAIN_SLACK words in flight, else the part of a vector they have room for. A drain holds its
+    bank until its last word is in, so the bank of v - 1 comes free only once the serializers are
+    within that part of their end of v - 1 (docs/cost-model.md, "Word FIFOs with room for part of
+    a vector"). Verilator, a first stage of P = 12, private, on Graph Challenge 1024 x 4 (86 words
+    a vector at each serializer, room for 19; the other stages the scheduler's): K = 4 178.0
+    cycles a vector, modelled 177.0 (166.0 a whole vector ahead); K = 2 335.0, modelled 340.9
+    (320.8). bench_rtl's designs and GC 1024 x 120's interval are as before."""
+    lanes = drain_lanes or pes
+    words = ceil_div(out_features, pes) * (pes // lanes)  # a vector's words at each serializer
+    room = (drained_words(pes, lanes) - DRAIN_SLACK) / words
+    return WORD_FIFO_AHEAD if room >= 1 else room
 
 
 # Items a sub-channel holds beyond its FIFO's depth: the FIFO's output register and the consumer's
@@ -158,14 +175,16 @@ def by_vector(held: list[np.ndarray]) -> np.ndarray:
     return np.array([np.broadcast_to(h, (vectors,)) for h in held])
 
 
-def design_interval(held: list[np.ndarray], capacities: list[int], placed: list[np.ndarray] | None = None) -> float:
+def design_interval(held: list[np.ndarray], capacities: list[float], placed: list[np.ndarray] | None = None) -> float:
     """Cycles between vectors in steady state, from how long the reader and each stage hold
     each vector (docs/cost-model.md, "Designs").
 
     A tandem line: each unit takes the vectors in order, each as soon as it has finished the
     one before and the unit before has finished it, and holds it until there is room behind:
     channel s lets unit s finish a vector `capacities[s]` vectors before unit s + 1 has
-    finished it (SHALLOW_CHANNEL_AHEAD, DEEP_CHANNEL_AHEAD). Only the vectors that take a
+    finished it (SHALLOW_CHANNEL_AHEAD, DEEP_CHANNEL_AHEAD); a capacity below one vector (a
+    drain's word FIFOs: word_fifo_ahead) lets it finish v once unit s + 1 is within that part
+    of its hold of the vector before. Only the vectors that take a
     place behind unit s count (`placed[s]`, per vector; all of them by default): a stage's
     drain writes no word for a vector whose outputs are all zero, which leaves its end words
     alone in the word FIFO and the channel. The sample runs TANDEM_PASSES times in a row and
@@ -180,16 +199,19 @@ def design_interval(held: list[np.ndarray], capacities: list[int], placed: list[
     units = np.tile(units, TANDEM_PASSES)
     # behind[s][v]: the vector unit s + 1 must have finished before unit s finishes v, or -1
     behind = np.full((len(capacities), units.shape[1]), -1)
-    for s, capacity in enumerate(capacities):
+    whole = [int(capacity) for capacity in capacities]  # vectors ahead
+    part = [capacity - ahead for capacity, ahead in zip(capacities, whole)]  # and a part of one more
+    for s, ahead in enumerate(whole):
         taking = np.ones(vectors, bool) if placed is None else np.broadcast_to(placed[s], (vectors,))
         order = np.flatnonzero(np.tile(taking, TANDEM_PASSES))  # the vectors that take a place, in turn
-        behind[s, order[capacity + 1 :]] = order[: max(0, order.size - capacity - 1)]
+        behind[s, order[ahead + 1 :]] = order[: max(0, order.size - ahead - 1)]
     finished = np.zeros_like(units)
     for v in range(units.shape[1]):
         ready = 0.0  # when the unit before has finished vector v
         for s in range(len(units)):
             done = max(finished[s, v - 1] if v else 0.0, ready) + units[s, v]
             if s < len(capacities) and behind[s, v] >= 0:  # room behind: the unit after is far enough
-                done = max(done, finished[s + 1, behind[s, v]])
+                w = behind[s, v]
+                done = max(done, finished[s + 1, w] - part[s] * units[s + 1, w])
             finished[s, v] = ready = done
     return max(bottleneck, float(finished[-1, -1] - finished[-1, -vectors - 1]) / vectors)
