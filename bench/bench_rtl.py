@@ -79,7 +79,7 @@ from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.golden import GoldenModel
 from fpgagen.manifest import read_manifest
-from fpgagen.performance import first_result_estimate, layer_performance
+from fpgagen.performance import first_result_estimate, layer_performance, steady_interval
 from fpgagen.vectors import read_vectors
 
 HERE = Path(__file__).parent
@@ -292,7 +292,7 @@ def run(config: Config, work: Path, images: int) -> dict:
     figures, results = measure(outdir)
     manifest = read_manifest(outdir)
     totals = manifest["estimate"]["totals"]
-    steady = (results["total_cycles"] - results["first_output_cycles"]) / (results["vectors"] - 1)
+    steady = steady_interval(results)
     # fpgagen.performance's own bound, for comparison only
     theirs = {layer.name: layer.bound for layer in layer_performance(outdir)}
     channels = []

@@ -77,6 +77,15 @@ def read_sim_results(outdir: Path) -> dict:
         raise FpgagenError(f"{path}: not readable JSON ({exc})") from None
 
 
+def steady_interval(results: dict) -> float:
+    """Steady-state cycles per vector of an RTL run (its sim results): the cycles after the first
+    output over the vectors that followed it (a batch's average would include the pipeline filling
+    up); a run of one vector, its cycles."""
+    if results["vectors"] < 2:
+        return float(results["total_cycles"])
+    return (results["total_cycles"] - results["first_output_cycles"]) / (results["vectors"] - 1)
+
+
 def simulated_vectors_folder(outdir: Path, results: dict, manifest: dict) -> Path:
     """The vectors folder a run's results (sim or csim) were computed on; results written before
     runs recorded it were on the design's own vectors."""

@@ -770,13 +770,13 @@ def test_word_fifos_with_room_for_part_of_a_vector_let_a_stage_run_that_part_ahe
     assert lines[0] == design_interval(twos, [SHALLOW_CHANNEL_AHEAD, 0]) == 8.0
     assert lines[-1] == design_interval(twos, [SHALLOW_CHANNEL_AHEAD, 1]) == 6.0
     assert all(a > b for a, b in itertools.pairwise(lines))
-    # Graph Challenge's 1024 outputs on 12 PEs: 86 words a vector at each serializer, room for
-    # 32 less the 13 in flight; at P = 32, 32 words; with 16 drain lanes of 64, 64 words of 4
-    # values in FIFOs of 128: room for a whole vector
-    assert word_fifo_ahead(1024, 12, None) == pytest.approx((32 - 13) / 86)
-    assert word_fifo_ahead(1024, 32, None) == pytest.approx((32 - 13) / 32)
-    assert word_fifo_ahead(1024, 64, 16) == WORD_FIFO_AHEAD == 1
-    assert word_fifo_ahead(512, 32, None) == WORD_FIFO_AHEAD
+    # Graph Challenge's 1024 outputs on 12 PEs: 86 addresses, so 86 words a vector at each
+    # serializer, room for 32 less the 13 in flight; at P = 32, 32 words; with 16 drain lanes of
+    # 64, 16 addresses of 4 steps, 64 words of 4 values in FIFOs of 128: room for a whole vector
+    assert word_fifo_ahead(86, 12, None) == pytest.approx((32 - 13) / 86)
+    assert word_fifo_ahead(32, 32, None) == pytest.approx((32 - 13) / 32)
+    assert word_fifo_ahead(16, 64, 16) == WORD_FIFO_AHEAD == 1
+    assert word_fifo_ahead(16, 32, None) == WORD_FIFO_AHEAD
 
 
 def test_deep_channels_let_stages_slow_on_different_vectors_overlap():

@@ -11,6 +11,7 @@ took over three minutes."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ from fpgagen.engine import plan
 from fpgagen.examples.graphchallenge import draw_images, network
 from fpgagen.frontend.onnx_writer import write_onnx
 from fpgagen.manifest import read_manifest
-from fpgagen.performance import layer_performance, read_sim_results
+from fpgagen.performance import layer_performance, read_sim_results, steady_interval
 from fpgagen.prepare import FrontOptions, prepare
 from fpgagen.schedule.activity import Activity
 from fpgagen.schedule.apply import apply_schedule
@@ -98,10 +99,7 @@ def test_empty_vectors_pass_the_banks(gc_inputs, tmp_path, run_cli, monkeypatch)
     assert compiled.exit_code == 0, compiled.stderr
     simulated = run_cli("sim", outdir, "--simulator", SIMULATOR)
     assert simulated.exit_code == 0, simulated.stderr
-    manifest, results = read_manifest(outdir), read_sim_results(outdir)
-    steady = (results["total_cycles"] - results["first_output_cycles"]) / (results["vectors"] - 1)
-    modelled = manifest["estimate"]["totals"]["interval"]
-    assert abs(modelled - steady) <= ERROR_TARGET * steady, f"interval: model {modelled}, measured {steady}"
+    steady = check_interval(outdir)
 
     board = load_board("u280")
     options = FrontOptions(policy="dataflow", pes=16, calib=tmp_path / "blank.npy")
@@ -127,10 +125,7 @@ def test_a_drain_whose_word_fifos_hold_part_of_a_vector_holds_its_bank(gc_inputs
     write_design(model, board, outdir, np.load(calib), source, calib)
     simulated = run_cli("sim", outdir, "--simulator", SIMULATOR)
     assert simulated.exit_code == 0, simulated.stderr
-    results = read_sim_results(outdir)
-    steady = (results["total_cycles"] - results["first_output_cycles"]) / (results["vectors"] - 1)
-    modelled = read_manifest(outdir)["estimate"]["totals"]["interval"]
-    assert abs(modelled - steady) <= ERROR_TARGET * steady, f"interval: model {modelled}, measured {steady}"
+    check_interval(outdir)
 
 
 def test_empty_vectors_pass_the_last_stage(gc_inputs, tmp_path, run_cli, monkeypatch):
@@ -147,19 +142,16 @@ def test_empty_vectors_pass_the_last_stage(gc_inputs, tmp_path, run_cli, monkeyp
     stages = (*model.schedule.stages[:-1], replace(model.schedule.stages[-1], units=1, private=False))
     model = apply_schedule(model, replace(model.schedule, stages=stages, estimate=None))
 
-    def steady(design: str) -> float:
+    def simulated(design: str) -> Path:
         write_design(model, board, tmp_path / design, images, source, calib)
-        simulated = run_cli("sim", tmp_path / design, "--simulator", SIMULATOR)
-        assert simulated.exit_code == 0, simulated.stderr
-        results = read_sim_results(tmp_path / design)
-        return (results["total_cycles"] - results["first_output_cycles"]) / (results["vectors"] - 1)
+        result = run_cli("sim", tmp_path / design, "--simulator", SIMULATOR)
+        assert result.exit_code == 0, result.stderr
+        return tmp_path / design
 
-    passing = steady("passing")
-    modelled = read_manifest(tmp_path / "passing")["estimate"]["totals"]["interval"]
-    assert abs(modelled - passing) <= ERROR_TARGET * passing, f"interval: model {modelled}, measured {passing}"
+    passing = check_interval(simulated("passing"))
     last, zero = model.layers[-1], plan.zero_without_input  # the last stage as if its outputs were not
     monkeypatch.setattr(plan, "zero_without_input", lambda layer: layer is not last and zero(layer))
-    banked = steady("banked")
+    banked = steady_interval(read_sim_results(simulated("banked")))
     assert banked > 1.07 * passing, f"empty vectors banked {banked}, passing {passing}"
 
 
@@ -277,11 +269,8 @@ def test_the_schedulers_own_design_meets_the_bound_and_the_model(gc_inputs, tmp_
     check_layers(layers, efficiency=0.85)  # over K x P PEs where private
     # the images differ, so the scheduler decouples the stages with deep channels, and the design's
     # interval (from the first result to the last) is the tandem line's
-    manifest, results = read_manifest(outdir), read_sim_results(outdir)
-    assert manifest["schedule"]["deep_channels"]
-    steady = (results["total_cycles"] - results["first_output_cycles"]) / (results["vectors"] - 1)
-    modelled = manifest["estimate"]["totals"]["interval"]
-    assert abs(modelled - steady) <= ERROR_TARGET * steady, f"interval: model {modelled}, measured {steady}"
+    assert read_manifest(outdir)["schedule"]["deep_channels"]
+    check_interval(outdir)
 
 
 @pytest.mark.slow
@@ -309,10 +298,15 @@ def test_a_design_in_lockstep_runs_at_its_modelled_interval(gc_inputs, tmp_path,
     assert "sequential" in modes[:-1] and "dataflow" in modes, modes  # in lockstep (in_lockstep)
     simulated = run_cli("sim", outdir, "--simulator", "verilator")
     assert simulated.exit_code == 0, simulated.stderr
-    results = read_sim_results(outdir)
-    steady = (results["total_cycles"] - results["first_output_cycles"]) / (results["vectors"] - 1)
-    modelled = manifest["estimate"]["totals"]["interval"]
+    check_interval(outdir)
+
+
+def check_interval(outdir: Path) -> float:
+    """The design's steady interval in the RTL, within ERROR_TARGET of the cost model's."""
+    steady = steady_interval(read_sim_results(outdir))
+    modelled = read_manifest(outdir)["estimate"]["totals"]["interval"]
     assert abs(modelled - steady) <= ERROR_TARGET * steady, f"interval: model {modelled}, measured {steady}"
+    return steady
 
 
 def check_layers(layers, efficiency: float) -> None:

@@ -23,6 +23,7 @@ from ..performance import (
     layer_demands,
     measure_layers,
     simulated_vectors_folder,
+    steady_interval,
 )
 from ..results import CSIM_RESULTS, SIM_RESULTS, SYNTH_RESULTS
 from ..vectors import Vectors, idle_layers, read_vectors
@@ -86,14 +87,8 @@ class ReportData:
 
     @property
     def measured_interval(self) -> float | None:
-        """Steady-state cycles per vector of the RTL run: the cycles after the first output over the
-        vectors that followed it (a batch's average would include the pipeline filling up)."""
-        if not self.simulated:
-            return None
-        sim = self.sim
-        if sim["vectors"] < 2:
-            return float(sim["total_cycles"])
-        return (sim["total_cycles"] - sim["first_output_cycles"]) / (sim["vectors"] - 1)
+        """Steady-state cycles per vector of the RTL run (performance.steady_interval)."""
+        return steady_interval(self.sim) if self.simulated else None
 
 
 def _load(path: Path) -> dict | None:

@@ -925,8 +925,8 @@ class CostModel:
             placed.append(into[number])
             units.append(stage_held)
             if serializers is not None:
-                out_features = self.layers[stage.layers[-1]].out_features
-                capacities.append(word_fifo_ahead(out_features, stage.pes, stage.drain_lanes))
+                addresses = self.shape(stage.layers[0], stage.pes).addresses
+                capacities.append(word_fifo_ahead(addresses, stage.pes, stage.drain_lanes))
                 placed.append(into[number + 1])  # the design's last stage drains dense beats
                 units.append(serializers)
         return units, capacities, placed

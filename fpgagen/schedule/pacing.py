@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..engine.geometry import DRAIN_SLACK, ceil_div, drained_words
+from ..engine.geometry import DRAIN_SLACK, drained_words
 from ..ir import SEQUENTIAL, Stage
 from .cycles import L_PASS
 
@@ -48,7 +48,7 @@ SHALLOW_CHANNEL_AHEAD = 1
 WORD_FIFO_AHEAD = 1
 
 
-def word_fifo_ahead(out_features: int, pes: int, drain_lanes: int | None) -> float:
+def word_fifo_ahead(addresses: int, pes: int, drain_lanes: int | None) -> float:
     """How far a dataflow stage's drain runs ahead of its serializers (its capacity in the tandem
     line): WORD_FIFO_AHEAD where the word FIFOs have room for a whole vector's words beyond the
     DRAIN_SLACK words in flight, else the part of a vector they have room for. A drain holds its
@@ -59,7 +59,7 @@ def word_fifo_ahead(out_features: int, pes: int, drain_lanes: int | None) -> flo
     cycles a vector, modelled 177.0 (166.0 a whole vector ahead); K = 2 335.0, modelled 340.9
     (320.8). bench_rtl's designs and GC 1024 x 120's interval are as before."""
     lanes = drain_lanes or pes
-    words = ceil_div(out_features, pes) * (pes // lanes)  # a vector's words at each serializer
+    words = addresses * (pes // lanes)  # a vector's words at each serializer: a PE's addresses, P / D steps each
     room = (drained_words(pes, lanes) - DRAIN_SLACK) / words
     return WORD_FIFO_AHEAD if room >= 1 else room
 
